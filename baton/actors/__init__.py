@@ -1,0 +1,3 @@
+"""baton.actors."""
+
+__all__: list[str] = []

@@ -1,0 +1,291 @@
+"""A checker for the Messages API's documented request rules.
+
+The same checker guards three places: the hypothesis test over every composed payload, the
+local Messages API stand-in (which answers a broken request with the API's 400 shape), and an
+optional assertion in model clients. Each problem names its location the way the API does
+(`messages.3.content.0: ...`) so a failure reads like the 400 the real API would return.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from baton.errors import InvalidRequestError
+
+MAX_CACHE_BREAKPOINTS = 4
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+_TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+_ROLES = ("user", "assistant")
+
+
+def validate_request(
+    body: Any, *, require_model: bool = True, strict_alternation: bool = False
+) -> list[str]:
+    """Return every rule `body` breaks (empty when valid).
+
+    `strict_alternation` additionally demands user/assistant alternation; the API itself
+    merges consecutive same-role turns, but baton's composer never produces them.
+    """
+    if not isinstance(body, Mapping):
+        return ["request body must be a JSON object"]
+    problems: list[str] = []
+    _check_scalars(body, problems, require_model)
+    cache_points = _check_system(body.get("system"), problems)
+    cache_points += _check_tools(body.get("tools"), problems)
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        problems.append("messages: at least one message is required")
+    else:
+        cache_points += _check_messages(messages, problems, strict_alternation)
+    if cache_points > MAX_CACHE_BREAKPOINTS:
+        problems.append(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {cache_points}."
+        )
+    return problems
+
+
+def check_request(
+    body: Any, *, require_model: bool = True, strict_alternation: bool = False
+) -> None:
+    """Raise `InvalidRequestError` listing every broken rule, if any."""
+    problems = validate_request(
+        body, require_model=require_model, strict_alternation=strict_alternation
+    )
+    if problems:
+        raise InvalidRequestError(problems)
+
+
+def _check_scalars(body: Mapping[str, Any], problems: list[str], require_model: bool) -> None:
+    model = body.get("model")
+    if require_model and (not isinstance(model, str) or not model):
+        problems.append("model: Field required")
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        problems.append("max_tokens: must be an integer >= 1")
+    temperature = body.get("temperature")
+    if temperature is not None and (
+        not isinstance(temperature, int | float) or not 0.0 <= float(temperature) <= 1.0
+    ):
+        problems.append("temperature: must be a number between 0 and 1")
+
+
+def _has_cache(block: Any) -> int:
+    return 1 if isinstance(block, Mapping) and block.get("cache_control") is not None else 0
+
+
+def _check_text_block(block: Mapping[str, Any], where: str, problems: list[str]) -> None:
+    text = block.get("text")
+    if not isinstance(text, str):
+        problems.append(f"{where}.text: Field required")
+    elif not text.strip():
+        problems.append(f"{where}: text content blocks must contain non-whitespace text")
+
+
+def _check_system(system: Any, problems: list[str]) -> int:
+    if system is None or isinstance(system, str):
+        return 0
+    if not isinstance(system, list):
+        problems.append("system: must be a string or a list of text blocks")
+        return 0
+    points = 0
+    for i, block in enumerate(system):
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            problems.append(f"system.{i}: only text blocks are allowed in system")
+            continue
+        _check_text_block(block, f"system.{i}", problems)
+        points += _has_cache(block)
+    return points
+
+
+def _check_tools(tools: Any, problems: list[str]) -> int:
+    if tools is None:
+        return 0
+    if not isinstance(tools, list):
+        problems.append("tools: must be a list")
+        return 0
+    points = 0
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            problems.append(f"tools.{i}: must be an object")
+            continue
+        name = tool.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            problems.append(
+                f"tools.{i}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$'"
+            )
+        elif name in seen:
+            problems.append(f"tools: Tool names must be unique ({name!r} repeats)")
+        else:
+            seen.add(name)
+        schema = tool.get("input_schema")
+        if not isinstance(schema, Mapping) or schema.get("type") != "object":
+            problems.append(f"tools.{i}.input_schema: must be a JSON schema with type 'object'")
+        points += _has_cache(tool)
+    return points
+
+
+def _blocks_of(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content) if isinstance(content, list) else []
+
+
+def _check_messages(messages: Sequence[Any], problems: list[str], strict: bool) -> int:
+    points = 0
+    seen_ids: set[str] = set()
+    pending: set[str] = set()  # tool_use ids of the previous assistant message
+    previous_role: str | None = None
+    last = len(messages) - 1
+    for i, message in enumerate(messages):
+        where = f"messages.{i}"
+        if not isinstance(message, Mapping):
+            problems.append(f"{where}: must be an object")
+            continue
+        role = message.get("role")
+        if role not in _ROLES:
+            problems.append(f"{where}.role: Input should be 'user' or 'assistant' (got {role!r})")
+            continue
+        if i == 0 and role != "user":
+            problems.append(f"{where}: The first message must use the user role")
+        if strict and role == previous_role:
+            problems.append(f"{where}: roles must alternate between user and assistant")
+        content = message.get("content")
+        if isinstance(content, str):
+            if not content.strip() and not (i == last and role == "assistant"):
+                problems.append(f"{where}: all messages must have non-empty content")
+            if i == last and role == "assistant" and content != content.rstrip():
+                problems.append(
+                    f"{where}: final assistant content cannot end with trailing whitespace"
+                )
+        elif not isinstance(content, list) or (
+            not content and not (i == last and role == "assistant")
+        ):
+            problems.append(f"{where}: all messages must have non-empty content")
+        blocks = _blocks_of(content) if not isinstance(content, str) else []
+        answered = _check_blocks(
+            blocks, where=where, role=role, pending=pending, seen_ids=seen_ids, problems=problems
+        )
+        points += sum(_has_cache(b) for b in blocks)
+        if role == "user":
+            missing = pending - answered
+            if missing:
+                problems.append(
+                    f"{where}: tool_use ids were found without tool_result blocks immediately "
+                    f"after: {', '.join(sorted(missing))}. Each tool_use block must have a "
+                    "corresponding tool_result block in the next message."
+                )
+            pending = set()
+        else:
+            if pending:
+                problems.append(
+                    f"{where}: tool_use ids were found without tool_result blocks immediately "
+                    f"after: {', '.join(sorted(pending))}"
+                )
+            pending = {
+                b["id"] for b in blocks if _is_block(b, "tool_use") and isinstance(b.get("id"), str)
+            }
+        previous_role = role
+    if pending:
+        problems.append(
+            f"messages.{last}: tool_use ids were found without tool_result blocks immediately "
+            f"after: {', '.join(sorted(pending))}"
+        )
+    return points
+
+
+def _is_block(block: Any, kind: str) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == kind
+
+
+def _check_blocks(
+    blocks: list[Any],
+    *,
+    where: str,
+    role: str,
+    pending: set[str],
+    seen_ids: set[str],
+    problems: list[str],
+) -> set[str]:
+    """Check one message's blocks; return the tool_use ids its tool_result blocks answer."""
+    answered: set[str] = set()
+    results_done = False
+    for j, block in enumerate(blocks):
+        at = f"{where}.content.{j}"
+        if not isinstance(block, Mapping):
+            problems.append(f"{at}: must be an object")
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            _check_text_block(block, at, problems)
+            results_done = True
+        elif kind == "tool_use":
+            if role != "assistant":
+                problems.append(f"{at}: tool_use blocks may only appear in assistant messages")
+            tool_id = block.get("id")
+            if not isinstance(tool_id, str) or not _TOOL_USE_ID.match(tool_id):
+                problems.append(f"{at}.id: String should match pattern '^[a-zA-Z0-9_-]+$'")
+            elif tool_id in seen_ids:
+                problems.append(f"{at}: tool_use ids must be unique (duplicate {tool_id!r})")
+            else:
+                seen_ids.add(tool_id)
+            if not isinstance(block.get("name"), str) or not block.get("name"):
+                problems.append(f"{at}.name: Field required")
+            if not isinstance(block.get("input"), Mapping):
+                problems.append(f"{at}.input: Input should be a valid dictionary")
+        elif kind == "tool_result":
+            _check_tool_result(
+                block,
+                at=at,
+                role=role,
+                pending=pending,
+                answered=answered,
+                results_done=results_done,
+                problems=problems,
+            )
+        else:
+            problems.append(f"{at}.type: unsupported content block type {kind!r}")
+            results_done = True
+    return answered
+
+
+def _check_tool_result(
+    block: Mapping[str, Any],
+    *,
+    at: str,
+    role: str,
+    pending: set[str],
+    answered: set[str],
+    results_done: bool,
+    problems: list[str],
+) -> None:
+    if role != "user":
+        problems.append(f"{at}: tool_result blocks may only appear in user messages")
+        return
+    if results_done:
+        problems.append(
+            f"{at}: tool_result blocks must come first in the content array, before any other block"
+        )
+    tool_use_id = block.get("tool_use_id")
+    if tool_use_id not in pending:
+        problems.append(
+            f"{at}: unexpected `tool_use_id` found in `tool_result` blocks: {tool_use_id}. "
+            "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
+            "message."
+        )
+    elif tool_use_id in answered:
+        problems.append(f"{at}: duplicate tool_result for tool_use_id {tool_use_id}")
+    else:
+        answered.add(tool_use_id)
+    content = block.get("content", "")
+    if isinstance(content, list):
+        for k, inner in enumerate(content):
+            if not _is_block(inner, "text"):
+                problems.append(f"{at}.content.{k}: only text blocks are supported here")
+            else:
+                _check_text_block(inner, f"{at}.content.{k}", problems)
+    elif not isinstance(content, str):
+        problems.append(f"{at}.content: must be a string or a list of text blocks")

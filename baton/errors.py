@@ -1,0 +1,148 @@
+"""The error tree: every error baton raises derives from `BatonError`.
+
+`UsageError` is the caller's mistake (bad config, unknown actor, invalid package): fix the
+input and try again. `RuntimeFailure` is something that went wrong while running: retry,
+inspect the dead letters or the logs.
+"""
+
+from __future__ import annotations
+
+
+class BatonError(Exception):
+    """Raised by baton for any error it reports; catch this to catch them all."""
+
+
+class UsageError(BatonError):
+    """Raised when the caller asked for something baton cannot do as asked."""
+
+
+class RuntimeFailure(BatonError):
+    """Raised when something failed while the runtime was running."""
+
+
+# --- usage errors -------------------------------------------------------------------------
+
+
+class UnknownActorError(UsageError):
+    """Raised when a message is addressed to an actor name that is not registered."""
+
+    def __init__(self, name: str, known: list[str] | None = None) -> None:
+        self.name = name
+        hint = f"; known actors: {', '.join(sorted(known))}" if known else ""
+        super().__init__(f"no actor named {name!r}{hint} — spawn it first or check the name")
+
+
+class ActorExistsError(UsageError):
+    """Raised when spawning an actor under a name that is already taken."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"an actor named {name!r} is already running — pick another name")
+
+
+class UnhandledMessageError(UsageError):
+    """Raised when an actor has no handler for the type of message it was asked to handle."""
+
+    def __init__(self, actor: str, message_type: str, handled: list[str] | None = None) -> None:
+        self.actor = actor
+        self.message_type = message_type
+        hint = f"; it handles: {', '.join(sorted(handled))}" if handled else ""
+        super().__init__(f"actor {actor!r} has no handler for {message_type!r}{hint}")
+
+
+class InvalidMessageError(UsageError):
+    """Raised when a message payload does not validate against its declared type."""
+
+
+class ConfigError(UsageError):
+    """Raised when configuration is invalid; the message names the offending key."""
+
+
+class InvalidRequestError(UsageError):
+    """Raised when a Messages API request breaks one of the API's documented rules."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid Messages API request: " + "; ".join(problems))
+
+
+class PackageVersionError(UsageError):
+    """Raised when a handoff package carries a major version this runtime does not know."""
+
+    def __init__(self, received: str, supported: str) -> None:
+        self.received = received
+        self.supported = supported
+        super().__init__(
+            f"handoff package version {received!r} is not supported (this runtime speaks "
+            f"{supported!r}); upgrade the receiver or resend with version {supported!r}"
+        )
+
+
+# --- runtime failures ----------------------------------------------------------------------
+
+
+class ActorDeadError(RuntimeFailure):
+    """Raised when a message was sent to, or awaited from, an actor that has stopped."""
+
+    def __init__(self, name: str, reason: str = "stopped") -> None:
+        self.name = name
+        super().__init__(f"actor {name!r} is not running ({reason}); respawn it or check status")
+
+
+class HandlerFailedError(RuntimeFailure):
+    """Raised to an asker when the handler raised; the original error is the `__cause__`."""
+
+    def __init__(self, actor: str, message_type: str, cause: BaseException) -> None:
+        self.actor = actor
+        self.message_type = message_type
+        self.cause = cause
+        super().__init__(
+            f"actor {actor!r} failed handling {message_type!r}: {type(cause).__name__}: {cause}"
+        )
+
+
+class AskTimeoutError(RuntimeFailure, TimeoutError):
+    """Raised when an ask got no reply within its timeout; a late reply is dropped."""
+
+    def __init__(self, actor: str, timeout: float) -> None:
+        self.actor = actor
+        self.timeout = timeout
+        super().__init__(f"actor {actor!r} did not reply within {timeout:g}s; raise the timeout")
+
+
+class MailboxFullError(RuntimeFailure):
+    """Raised by `send_nowait` when the mailbox is at capacity; `send` would wait instead."""
+
+    def __init__(self, name: str, capacity: int) -> None:
+        self.name = name
+        self.capacity = capacity
+        super().__init__(
+            f"mailbox {name!r} is full ({capacity} messages); use send() to wait for room"
+        )
+
+
+class MailboxClosedError(RuntimeFailure):
+    """Raised when sending to, or receiving from, a mailbox that has been closed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"mailbox {name!r} is closed")
+
+
+class ContextOverflowError(RuntimeFailure):
+    """Raised when the API refused a prompt as too long; the actor compacts and retries."""
+
+    def __init__(self, tokens: int, maximum: int) -> None:
+        self.tokens = tokens
+        self.maximum = maximum
+        super().__init__(
+            f"prompt is too long: {tokens} tokens > {maximum} maximum; compact the context"
+        )
+
+
+class ModelCallFailure(RuntimeFailure):
+    """Raised when a model call failed after every retry it was allowed."""
+
+
+class SummaryFailure(RuntimeFailure):
+    """Raised when a compaction summary could not be produced or did not validate."""

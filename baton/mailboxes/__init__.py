@@ -1,0 +1,3 @@
+"""baton.mailboxes."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""baton.runtime."""
+
+__all__: list[str] = []
