@@ -1,3 +1,30 @@
 """baton: an async actor runtime for long multi-agent Claude pipelines."""
 
-__all__: list[str] = []
+from baton.actors import Actor, ActorRef, handler
+from baton.errors import (
+    ActorDeadError,
+    AskTimeoutError,
+    BatonError,
+    HandlerFailedError,
+    RuntimeFailure,
+    UnhandledMessageError,
+    UnknownActorError,
+    UsageError,
+)
+from baton.runtime import Runtime, SupervisorPolicy
+
+__all__ = [
+    "Actor",
+    "ActorDeadError",
+    "ActorRef",
+    "AskTimeoutError",
+    "BatonError",
+    "HandlerFailedError",
+    "Runtime",
+    "RuntimeFailure",
+    "SupervisorPolicy",
+    "UnhandledMessageError",
+    "UnknownActorError",
+    "UsageError",
+    "handler",
+]

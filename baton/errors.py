@@ -90,7 +90,7 @@ class ActorDeadError(RuntimeFailure):
 
 
 class HandlerFailedError(RuntimeFailure):
-    """Raised to an asker when the handler raised; the original error is the `__cause__`."""
+    """Raised when the handler of an ask raised on every attempt; the cause is `__cause__`."""
 
     def __init__(self, actor: str, message_type: str, cause: BaseException) -> None:
         self.actor = actor
@@ -111,7 +111,7 @@ class AskTimeoutError(RuntimeFailure, TimeoutError):
 
 
 class MailboxFullError(RuntimeFailure):
-    """Raised by `send_nowait` when the mailbox is at capacity; `send` would wait instead."""
+    """Raised when `send_nowait` finds the mailbox at capacity; `send` would wait instead."""
 
     def __init__(self, name: str, capacity: int) -> None:
         self.name = name

@@ -1,3 +1,6 @@
-"""baton.actors."""
+"""Actors: the `Actor` base class, `@handler`, `ActorRef`, agent actors and model clients."""
 
-__all__: list[str] = []
+from baton.actors.actor import Actor, handler
+from baton.actors.ref import ActorRef
+
+__all__ = ["Actor", "ActorRef", "handler"]

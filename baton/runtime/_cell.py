@@ -1,0 +1,294 @@
+"""The cell around one running actor: its loop, its pending asks, its supervision."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskStatus
+
+from baton.actors.actor import Actor, BoundHandler
+from baton.actors.ref import ActorRef
+from baton.errors import (
+    ActorDeadError,
+    HandlerFailedError,
+    MailboxClosedError,
+    UnhandledMessageError,
+)
+from baton.mailboxes.envelope import Delivery, Envelope
+from baton.mailboxes.protocol import DeadLetterSink, Mailbox
+from baton.runtime.logging import MessageScope, enter_scope
+from baton.runtime.supervision import RestartTracker, SupervisorPolicy
+
+log = structlog.get_logger(__name__)
+
+
+class ActorState(StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    RESTARTING = "restarting"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"  # stopped by the supervisor: restart intensity exceeded
+
+
+class PendingAsk:
+    """The asker's side of one ask: resolved once, by a reply or an error."""
+
+    __slots__ = ("error", "event", "value")
+
+    def __init__(self, event: anyio.Event) -> None:
+        self.event = event
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def resolve(self, value: Any) -> None:
+        if not self.event.is_set():
+            self.value = value
+            self.event.set()
+
+    def fail(self, error: BaseException) -> None:
+        if not self.event.is_set():
+            self.error = error
+            self.event.set()
+
+    def outcome(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class _StopActor(Exception):
+    """Internal: the supervisor gave up on this actor."""
+
+
+class ActorCell:
+    """Runs one actor: one message at a time, in arrival order, under supervision."""
+
+    def __init__(
+        self,
+        name: str,
+        factory: Callable[[], Actor],
+        mailbox: Mailbox,
+        *,
+        ref: ActorRef,
+        policy: SupervisorPolicy,
+        dead_letters: DeadLetterSink,
+    ) -> None:
+        self.name = name
+        self.ref = ref
+        self.mailbox = mailbox
+        self.pending: dict[str, PendingAsk] = {}
+        self.state = ActorState.STARTING
+        self.handled = 0
+        self.failures = 0
+        self.restarts = 0
+        self.stop_reason: str | None = None
+        self.done = anyio.Event()
+        self.instance: Actor | None = None
+        self._factory = factory
+        self._policy = policy
+        self._tracker = RestartTracker(policy)
+        self._dead_letters = dead_letters
+        self._scope: anyio.CancelScope | None = None
+        self._dispatch: dict[type, BoundHandler] = {}
+        self._failing = False
+        self._log_scope = MessageScope(name)
+
+    @property
+    def alive(self) -> bool:
+        return self.state in (ActorState.STARTING, ActorState.RUNNING, ActorState.RESTARTING)
+
+    def cancel(self) -> None:
+        """Abandon the message in hand and stop now (the shutdown deadline passed)."""
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                self.instance = await self._start_instance()
+                self.state = ActorState.RUNNING
+                task_status.started()
+                await self._loop()
+            except _StopActor:
+                self.state = ActorState.FAILED
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._finish()
+
+    async def _start_instance(self) -> Actor:
+        instance = self._factory()
+        instance.actor_ref = self.ref
+        await instance.on_start()
+        return instance
+
+    def _resolve(self, message: object) -> BoundHandler | None:
+        # Cached per type for the current instance: resolution walks the MRO. A restart
+        # clears the cache along with the instance.
+        assert self.instance is not None
+        method = self.instance.actor_resolve(message)
+        if method is not None:
+            self._dispatch[type(message)] = method
+        return method
+
+    async def _loop(self) -> None:
+        mailbox = self.mailbox
+        dispatch = self._dispatch
+        scope = self._log_scope
+        needs_ack = mailbox.durable  # a non-durable ack releases nothing: skip the await
+        enter_scope(scope)
+        while True:
+            delivery = mailbox.receive_nowait()
+            if delivery is None:
+                try:
+                    delivery = await mailbox.receive()
+                except MailboxClosedError:
+                    return
+            # The success path is inlined here: it is the hot path of every message.
+            while True:
+                envelope = delivery.envelope
+                payload = envelope.payload
+                method = dispatch.get(type(payload)) or self._resolve(payload)
+                if method is None:
+                    await self._on_unhandled(delivery)
+                    break
+                scope.envelope = envelope
+                try:
+                    result = await method(payload)
+                except Exception as exc:  # noqa: BLE001 - supervision is exactly this catch-all
+                    retry = await self._on_handler_error(delivery, exc)
+                    scope.envelope = None
+                    if retry is None:
+                        break
+                    delivery = retry
+                    continue
+                scope.envelope = None
+                if needs_ack:
+                    await mailbox.ack(delivery)
+                self.handled += 1
+                if self._failing:
+                    self._failing = False
+                    self._tracker.succeeded()
+                if envelope.correlation_id is not None:
+                    self._settle(envelope, value=result)
+                break
+
+    async def _on_unhandled(self, delivery: Delivery) -> None:
+        envelope = delivery.envelope
+        assert self.instance is not None
+        error = UnhandledMessageError(
+            self.name, envelope.message_type, list(self.instance.actor_message_types())
+        )
+        await self.mailbox.nack(delivery, requeue=False, reason=str(error))
+        self._settle(envelope, error=error)
+
+    async def _on_handler_error(self, delivery: Delivery, error: Exception) -> Delivery | None:
+        """Supervise one failure; return the delivery to retry, or None when it is settled."""
+        envelope = delivery.envelope
+        self.failures += 1
+        self._failing = True
+        log.warning(
+            "actor.handler_failed",
+            actor=self.name,
+            message_id=envelope.id,
+            message_type=envelope.message_type,
+            attempt=envelope.attempt,
+            error=f"{type(error).__name__}: {error}",
+        )
+        assert self.instance is not None
+        await self._run_hook("on_failure", self.instance.on_failure(error, envelope))
+        exhausted = envelope.attempt >= self._policy.max_attempts
+        if exhausted:
+            reason = (
+                f"handler failed {envelope.attempt} time(s); last error: "
+                f"{type(error).__name__}: {error}"
+            )
+            await self.mailbox.nack(delivery, requeue=False, reason=reason)
+            failure = HandlerFailedError(self.name, envelope.message_type, error)
+            failure.__cause__ = error
+            self._settle(envelope, error=failure)
+        await self._restart(error, in_hand=None if exhausted else delivery)
+        if exhausted:
+            return None
+        return Delivery(envelope.retried(), delivery.tag)
+
+    async def _restart(self, error: Exception, *, in_hand: Delivery | None) -> None:
+        """Replace the actor instance after a backoff, or stop it past the intensity limit."""
+        while True:
+            if not self._tracker.allow():
+                self.stop_reason = (
+                    f"restart intensity exceeded ({self._policy.max_restarts} restarts in "
+                    f"{self._policy.restart_window:g}s); "
+                    f"last error: {type(error).__name__}: {error}"
+                )
+                log.error("actor.stopped", actor=self.name, reason=self.stop_reason)
+                if in_hand is not None:
+                    await self.mailbox.nack(in_hand, requeue=False, reason=self.stop_reason)
+                    self._settle(
+                        in_hand.envelope, error=ActorDeadError(self.name, self.stop_reason)
+                    )
+                raise _StopActor
+            delay = self._tracker.next_delay()
+            self.state = ActorState.RESTARTING
+            if self.instance is not None:
+                await self._run_hook("on_stop", self.instance.on_stop())
+                self.instance = None
+                self._dispatch.clear()
+            await self._policy.sleep(delay)
+            try:
+                self.instance = await self._start_instance()
+            except Exception as exc:  # noqa: BLE001 - a failing on_start is one more failure
+                error = exc
+                continue
+            self.restarts += 1
+            self.state = ActorState.RUNNING
+            log.warning(
+                "actor.restarted",
+                actor=self.name,
+                restarts=self.restarts,
+                backoff_ms=round(delay * 1000, 3),
+                reason=f"{type(error).__name__}: {error}",
+            )
+            return
+
+    def _settle(
+        self, envelope: Envelope, *, value: Any = None, error: BaseException | None = None
+    ) -> None:
+        if envelope.correlation_id is None:
+            return
+        # A missing entry means the asker timed out and left: the late reply is dropped.
+        pending = self.pending.pop(envelope.correlation_id, None)
+        if pending is None:
+            return
+        if error is not None:
+            pending.fail(error)
+        else:
+            pending.resolve(value)
+
+    async def _run_hook(self, name: str, hook: Any) -> None:
+        try:
+            await hook
+        except Exception as exc:  # noqa: BLE001 - a broken hook must not take the actor down
+            log.error("actor.hook_failed", actor=self.name, hook=name, error=repr(exc))
+
+    async def _finish(self) -> None:
+        if self.state is not ActorState.FAILED:
+            self.state = ActorState.STOPPING
+        await self.mailbox.close()
+        reason = self.stop_reason or "actor stopped before the message was handled"
+        for envelope in self.mailbox.drain_nowait():
+            self._dead_letters.dead_letter(envelope, reason)
+        dead = ActorDeadError(self.name, self.stop_reason or "stopped")
+        for pending in self.pending.values():
+            pending.fail(dead)
+        self.pending.clear()
+        if self.instance is not None:
+            await self._run_hook("on_stop", self.instance.on_stop())
+        if self.state is not ActorState.FAILED:
+            self.state = ActorState.STOPPED
+        self.done.set()

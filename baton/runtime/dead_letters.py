@@ -1,0 +1,62 @@
+"""The runtime's dead-letter sink: every message baton gives up on, with the reason."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import structlog
+
+from baton.mailboxes.envelope import Envelope
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_KEEP = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """One undeliverable or failed message and why it was given up on."""
+
+    envelope: Envelope
+    reason: str
+    at: float
+
+    @property
+    def actor(self) -> str:
+        return self.envelope.recipient
+
+
+class DeadLetterLog:
+    """Keeps the most recent dead letters in memory and logs each as `message.dead_lettered`."""
+
+    def __init__(self, *, keep: int = DEFAULT_KEEP, clock: Callable[[], float] = time.time) -> None:
+        self._letters: deque[DeadLetter] = deque(maxlen=keep)
+        self._clock = clock
+        self._total = 0
+
+    def dead_letter(self, envelope: Envelope, reason: str) -> None:
+        self._letters.append(DeadLetter(envelope, reason, self._clock()))
+        self._total += 1
+        log.warning(
+            "message.dead_lettered",
+            actor=envelope.recipient,
+            message_id=envelope.id,
+            message_type=envelope.message_type,
+            attempt=envelope.attempt,
+            sender=envelope.sender,
+            reason=reason,
+        )
+
+    @property
+    def total(self) -> int:
+        """How many messages were dead-lettered since start (the log keeps only the newest)."""
+        return self._total
+
+    def __iter__(self) -> Iterator[DeadLetter]:
+        return iter(list(self._letters))
+
+    def __len__(self) -> int:
+        return len(self._letters)

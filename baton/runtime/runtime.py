@@ -1,0 +1,295 @@
+"""`Runtime`: owns the actors, their mailboxes and their supervision for one `async with`."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from pydantic import BaseModel
+
+from baton.actors.actor import Actor
+from baton.actors.ref import DEFAULT_ASK_TIMEOUT, ActorRef
+from baton.errors import (
+    ActorDeadError,
+    ActorExistsError,
+    AskTimeoutError,
+    InvalidMessageError,
+    MailboxClosedError,
+    MailboxFullError,
+    UnknownActorError,
+    UsageError,
+)
+from baton.mailboxes.envelope import Envelope, new_id
+from baton.mailboxes.memory import DEFAULT_CAPACITY, MemoryMailbox
+from baton.mailboxes.protocol import DeadLetterSink, Mailbox
+from baton.runtime._cell import ActorCell, ActorState, PendingAsk
+from baton.runtime.dead_letters import DeadLetterLog
+from baton.runtime.supervision import SupervisorPolicy
+
+log = structlog.get_logger(__name__)
+
+A = TypeVar("A", bound=Actor)
+MailboxFactory = Callable[[str, int, DeadLetterSink], Mailbox]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+DEFAULT_SHUTDOWN_TIMEOUT = 10.0
+
+
+def memory_mailboxes(name: str, capacity: int, dead_letters: DeadLetterSink) -> Mailbox:
+    """The default mailbox factory: in-process, bounded, not durable."""
+    return MemoryMailbox(name, capacity=capacity, dead_letters=dead_letters)
+
+
+@dataclass(frozen=True, slots=True)
+class ActorStatus:
+    """A snapshot of one actor for status displays."""
+
+    name: str
+    actor_type: str
+    state: str
+    mailbox_depth: int
+    mailbox_capacity: int
+    handled: int
+    failures: int
+    restarts: int
+    stop_reason: str | None
+
+
+class Runtime:
+    """The registry and supervisor of a set of actors; open it with `Runtime.open()`."""
+
+    def __init__(
+        self,
+        task_group: TaskGroup,
+        *,
+        workspace: Path | None,
+        policy: SupervisorPolicy,
+        mailbox_factory: MailboxFactory,
+        mailbox_capacity: int,
+        shutdown_timeout: float,
+    ) -> None:
+        self.workspace = workspace
+        self.policy = policy
+        self.dead_letters = DeadLetterLog()
+        self._tg = task_group
+        self._cells: dict[str, ActorCell] = {}
+        self._types: dict[str, type[Actor]] = {}
+        self._mailbox_factory = mailbox_factory
+        self._mailbox_capacity = mailbox_capacity
+        self._shutdown_timeout = shutdown_timeout
+        self._closing = False
+        # `anyio.Event()` looks the async backend up on every call (1.06 us against 0.26 us
+        # for the backend's own class, measured); the backend is fixed while we run.
+        self._new_event: Callable[[], anyio.Event] = type(anyio.Event())
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        workspace: str | Path | None = None,
+        *,
+        policy: SupervisorPolicy | None = None,
+        mailbox_factory: MailboxFactory = memory_mailboxes,
+        mailbox_capacity: int = DEFAULT_CAPACITY,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    ) -> AsyncIterator[Runtime]:
+        """Run actors for the duration of the block; on exit drain them, then stop them."""
+        async with anyio.create_task_group() as tg:
+            root = Path(await anyio.Path(workspace).resolve()) if workspace is not None else None
+            runtime = cls(
+                tg,
+                workspace=root,
+                policy=policy or SupervisorPolicy(),
+                mailbox_factory=mailbox_factory,
+                mailbox_capacity=mailbox_capacity,
+                shutdown_timeout=shutdown_timeout,
+            )
+            try:
+                yield runtime
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await runtime.shutdown()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def spawn(
+        self,
+        name: str,
+        actor_type: type[A],
+        *args: Any,
+        mailbox_capacity: int | None = None,
+        **kwargs: Any,
+    ) -> ActorRef:
+        """Start an actor under `name`; returns once its `on_start` has completed."""
+        if self._closing:
+            raise UsageError("the runtime is shutting down; it starts no new actors")
+        if not _NAME.match(name):
+            raise UsageError(
+                f"invalid actor name {name!r}: use 1-128 letters, digits, '_', '-', '.', ':'"
+            )
+        existing = self._cells.get(name)
+        if existing is not None and existing.alive:
+            raise ActorExistsError(name)
+        ref = ActorRef(name, self)
+        mailbox = self._mailbox_factory(
+            name, mailbox_capacity or self._mailbox_capacity, self.dead_letters
+        )
+        cell = ActorCell(
+            name,
+            functools.partial(actor_type, *args, **kwargs),
+            mailbox,
+            ref=ref,
+            policy=self.policy,
+            dead_letters=self.dead_letters,
+        )
+        self._cells[name] = cell
+        self._types[name] = actor_type
+        try:
+            await self._tg.start(cell.run)
+        except BaseException:
+            self._cells.pop(name, None)
+            raise
+        log.info("actor.started", actor=name, actor_type=actor_type.__name__)
+        return ref
+
+    async def stop(self, name: str, *, timeout: float | None = None) -> None:
+        """Stop one actor: let it drain its mailbox until `timeout`, then cancel it."""
+        cell = self._cell(name)
+        await self._stop_cells([cell], self._shutdown_timeout if timeout is None else timeout)
+
+    async def shutdown(self) -> None:
+        """Drain every actor's mailbox up to the shutdown deadline, then cancel and stop all."""
+        self._closing = True
+        await self._stop_cells(list(self._cells.values()), self._shutdown_timeout)
+
+    async def _stop_cells(self, cells: list[ActorCell], timeout: float) -> None:
+        for cell in cells:
+            if cell.alive:
+                cell.state = ActorState.STOPPING
+            await cell.mailbox.close()
+        with anyio.move_on_after(timeout):
+            for cell in cells:
+                await cell.done.wait()
+        for cell in cells:
+            if not cell.done.is_set():
+                log.warning("actor.drain_timeout", actor=cell.name, timeout_s=timeout)
+                cell.cancel()
+        for cell in cells:
+            await cell.done.wait()
+
+    # --- lookup ------------------------------------------------------------------------------
+
+    def lookup(self, name: str) -> ActorRef:
+        """The ref of a registered actor; `UnknownActorError` if there is none."""
+        return self._cell(name).ref
+
+    def is_alive(self, name: str) -> bool:
+        cell = self._cells.get(name)
+        return cell is not None and cell.alive
+
+    def names(self) -> list[str]:
+        return list(self._cells)
+
+    def status(self) -> list[ActorStatus]:
+        """A snapshot of every registered actor."""
+        return [
+            ActorStatus(
+                name=cell.name,
+                actor_type=self._types[cell.name].__name__,
+                state=cell.state.value,
+                mailbox_depth=cell.mailbox.depth(),
+                mailbox_capacity=cell.mailbox.capacity,
+                handled=cell.handled,
+                failures=cell.failures,
+                restarts=cell.restarts,
+                stop_reason=cell.stop_reason,
+            )
+            for cell in self._cells.values()
+        ]
+
+    def message_type(self, name: str, type_name: str) -> type[BaseModel]:
+        """Resolve a message type by name for actor `name` (messages that arrive as JSON)."""
+        types = self._types[self._cell(name).name].actor_message_types()
+        found = types.get(type_name)
+        if found is None or not issubclass(found, BaseModel):
+            known = ", ".join(sorted(types)) or "none"
+            raise InvalidMessageError(
+                f"actor {name!r} accepts no message type {type_name!r}; it accepts: {known}"
+            )
+        return found
+
+    def _cell(self, name: str) -> ActorCell:
+        cell = self._cells.get(name)
+        if cell is None:
+            raise UnknownActorError(name, list(self._cells))
+        return cell
+
+    # --- messaging ---------------------------------------------------------------------------
+
+    async def tell(self, name: str, message: Any, *, sender: str | None = None) -> None:
+        """Queue `message` for actor `name`; waits only while its mailbox is full."""
+        cell = self._cell(name)
+        envelope = Envelope(name, message, sender)
+        try:
+            try:
+                cell.mailbox.send_nowait(envelope)
+            except MailboxFullError:
+                await cell.mailbox.send(envelope)
+        except MailboxClosedError:
+            raise ActorDeadError(name, cell.stop_reason or cell.state.value) from None
+
+    def tell_nowait(self, name: str, message: Any, *, sender: str | None = None) -> None:
+        """Queue `message` without waiting; `MailboxFullError` when the mailbox is full."""
+        cell = self._cells.get(name) or self._cell(name)
+        try:
+            cell.mailbox.send_nowait(Envelope(name, message, sender))
+        except MailboxClosedError:
+            raise ActorDeadError(name, cell.stop_reason or cell.state.value) from None
+
+    async def ask(
+        self,
+        name: str,
+        message: Any,
+        *,
+        timeout: float | None = DEFAULT_ASK_TIMEOUT,
+        sender: str | None = None,
+    ) -> Any:
+        """Send `message` and wait for the handler's result (or its error) up to `timeout`."""
+        cell = self._cell(name)
+        correlation_id = new_id()
+        pending = PendingAsk(self._new_event())
+        cell.pending[correlation_id] = pending
+        envelope = Envelope(
+            name, message, sender, correlation_id=correlation_id, reply_to=sender or "ask"
+        )
+        mailbox = cell.mailbox
+        try:
+            if timeout is None:
+                try:
+                    mailbox.send_nowait(envelope)
+                except MailboxFullError:
+                    await mailbox.send(envelope)
+                await pending.event.wait()
+            else:
+                with anyio.move_on_after(timeout) as scope:
+                    try:
+                        mailbox.send_nowait(envelope)
+                    except MailboxFullError:
+                        await mailbox.send(envelope)
+                    await pending.event.wait()
+                if scope.cancelled_caught and not pending.event.is_set():
+                    raise AskTimeoutError(name, timeout)
+        except MailboxClosedError:
+            raise ActorDeadError(name, cell.stop_reason or cell.state.value) from None
+        finally:
+            # Removing the entry is what makes a late reply a no-op instead of a leak.
+            cell.pending.pop(correlation_id, None)
+        return pending.outcome()

@@ -1,0 +1,323 @@
+"""Runtime: spawn, tell/ask, lookup, ordering, backpressure, shutdown."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from anyio import wait_all_tasks_blocked
+from anyio.lowlevel import checkpoint
+from pydantic import BaseModel
+
+from baton import (
+    Actor,
+    ActorDeadError,
+    AskTimeoutError,
+    Runtime,
+    UnhandledMessageError,
+    UnknownActorError,
+    handler,
+)
+from baton.errors import ActorExistsError, InvalidMessageError, MailboxFullError, UsageError
+
+
+class Hello(BaseModel):
+    name: str
+
+
+class Greeting(BaseModel):
+    text: str
+
+
+class Note(BaseModel):
+    sender: str
+    n: int
+
+
+class Unknown(BaseModel):
+    pass
+
+
+class Greeter(Actor):
+    @handler
+    async def greet(self, msg: Hello) -> Greeting:
+        return Greeting(text=f"hi {msg.name}")
+
+
+class Recorder(Actor):
+    """Records notes; yields to the loop mid-handler so interleaving would show."""
+
+    def __init__(self, seen: list[tuple[str, int]], gate: anyio.Event | None = None) -> None:
+        self.seen = seen
+        self.gate = gate
+
+    @handler
+    async def note(self, msg: Note) -> int:
+        if self.gate is not None:
+            await self.gate.wait()
+        await checkpoint()
+        self.seen.append((msg.sender, msg.n))
+        await checkpoint()
+        return msg.n
+
+
+class Lifecycle(Actor):
+    def __init__(self, events: list[str], gate: anyio.Event | None = None) -> None:
+        self.events = events
+        self.gate = gate
+
+    async def on_start(self) -> None:
+        self.events.append("start")
+
+    async def on_stop(self) -> None:
+        self.events.append("stop")
+
+    @handler
+    async def note(self, msg: Note) -> int:
+        if self.gate is not None:
+            await self.gate.wait()
+        self.events.append(f"note {msg.n}")
+        return msg.n
+
+
+async def test_ask_returns_the_handlers_reply() -> None:
+    """`ask` returns what the handler returned (DESIGN §7's embedded example)."""
+    async with Runtime.open() as rt:
+        ref = await rt.spawn("greeter", Greeter)
+        reply = await ref.ask(Hello(name="a"), timeout=5)
+        assert Greeting(text="hi a") == reply
+        assert Greeting(text="hi b") == await rt.ask("greeter", Hello(name="b"), timeout=5)
+
+
+async def test_tell_is_handled_in_order_before_a_later_ask() -> None:
+    """Told messages are handled, in order, before an ask sent after them."""
+    seen: list[tuple[str, int]] = []
+    async with Runtime.open() as rt:
+        await rt.spawn("rec", Recorder, seen)
+        for n in range(5):
+            await rt.tell("rec", Note(sender="s", n=n))
+        assert 99 == await rt.ask("rec", Note(sender="s", n=99), timeout=5)
+    assert [("s", n) for n in [0, 1, 2, 3, 4, 99]] == seen
+
+
+async def test_lookup_returns_a_working_ref() -> None:
+    """`lookup` by name gives a ref equal to the one spawn returned."""
+    async with Runtime.open() as rt:
+        spawned = await rt.spawn("greeter", Greeter)
+        found = rt.lookup("greeter")
+        assert spawned == found
+        assert found.is_alive
+        assert Greeting(text="hi x") == await found.ask(Hello(name="x"))
+
+
+async def test_unknown_actor_raises_for_tell_ask_and_lookup() -> None:
+    """Addressing an unregistered name raises UnknownActorError naming it."""
+    async with Runtime.open() as rt:
+        await rt.spawn("greeter", Greeter)
+        with pytest.raises(UnknownActorError, match="nobody"):
+            await rt.tell("nobody", Hello(name="a"))
+        with pytest.raises(UnknownActorError, match="greeter"):
+            await rt.ask("nobody", Hello(name="a"))
+        with pytest.raises(UnknownActorError):
+            rt.lookup("nobody")
+
+
+async def test_spawning_a_taken_name_is_refused() -> None:
+    """A second spawn under a live actor's name raises ActorExistsError."""
+    async with Runtime.open() as rt:
+        await rt.spawn("greeter", Greeter)
+        with pytest.raises(ActorExistsError):
+            await rt.spawn("greeter", Greeter)
+
+
+async def test_invalid_actor_name_is_refused() -> None:
+    """Names with spaces or slashes are refused with a message saying what is allowed."""
+    async with Runtime.open() as rt:
+        with pytest.raises(UsageError, match="letters, digits"):
+            await rt.spawn("bad name/x", Greeter)
+
+
+async def test_failing_on_start_fails_spawn_and_registers_nothing() -> None:
+    """If on_start raises, spawn raises it and the name stays free."""
+
+    class Broken(Actor):
+        async def on_start(self) -> None:
+            raise RuntimeError("no database")
+
+    async with Runtime.open() as rt:
+        with pytest.raises(RuntimeError, match="no database"):
+            await rt.spawn("broken", Broken)
+        assert "broken" not in rt.names()
+        await rt.spawn("broken", Greeter)
+
+
+async def test_per_sender_order_holds_when_handlers_await() -> None:
+    """Messages from each of several concurrent senders are handled in the order sent."""
+    seen: list[tuple[str, int]] = []
+    async with Runtime.open(mailbox_capacity=4) as rt:
+        await rt.spawn("rec", Recorder, seen)
+
+        async def sender(name: str) -> None:
+            for n in range(30):
+                await rt.tell("rec", Note(sender=name, n=n))
+                if n % 3 == 0:
+                    await checkpoint()
+
+        async with anyio.create_task_group() as tg:
+            for name in ("a", "b", "c"):
+                tg.start_soon(sender, name)
+        await rt.ask("rec", Note(sender="end", n=-1))
+    for name in ("a", "b", "c"):
+        assert list(range(30)) == [n for s, n in seen if s == name]
+
+
+async def test_full_mailbox_blocks_the_sender_and_loses_nothing() -> None:
+    """With the actor busy and its mailbox full, tell waits; once released all arrive in order."""
+    seen: list[tuple[str, int]] = []
+    gate = anyio.Event()
+    sent: list[int] = []
+    async with Runtime.open() as rt:
+        await rt.spawn("rec", Recorder, seen, gate, mailbox_capacity=2)
+
+        async def producer() -> None:
+            for n in range(6):
+                await rt.tell("rec", Note(sender="p", n=n))
+                sent.append(n)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(producer)
+            await wait_all_tasks_blocked()
+            # One message in the handler, two in the mailbox, the fourth tell is waiting.
+            assert [0, 1, 2] == sent
+            assert 3 == rt.status()[0].mailbox_depth  # 2 buffered + 1 parked sender
+            gate.set()
+        await rt.ask("rec", Note(sender="p", n=6))
+    assert [("p", n) for n in range(7)] == seen
+
+
+async def test_tell_nowait_raises_when_the_mailbox_is_full() -> None:
+    """`tell_nowait` raises MailboxFullError instead of waiting."""
+    gate = anyio.Event()
+    async with Runtime.open() as rt:
+        await rt.spawn("rec", Recorder, [], gate, mailbox_capacity=1)
+        rt.tell_nowait("rec", Note(sender="p", n=0))
+        await wait_all_tasks_blocked()  # the actor takes n=0 and parks on the gate
+        rt.tell_nowait("rec", Note(sender="p", n=1))
+        with pytest.raises(MailboxFullError):
+            rt.tell_nowait("rec", Note(sender="p", n=2))
+        gate.set()
+
+
+async def test_ask_of_an_unhandled_type_raises_and_the_actor_survives() -> None:
+    """An ask with no matching handler raises UnhandledMessageError; the actor still answers."""
+    async with Runtime.open() as rt:
+        await rt.spawn("greeter", Greeter)
+        with pytest.raises(UnhandledMessageError, match="Unknown"):
+            await rt.ask("greeter", Unknown())
+        assert Greeting(text="hi a") == await rt.ask("greeter", Hello(name="a"))
+        assert ["Unknown"] == [d.envelope.message_type for d in rt.dead_letters]
+
+
+async def test_tell_of_an_unhandled_type_is_dead_lettered() -> None:
+    """A told message with no handler lands in the dead letters with the reason."""
+    async with Runtime.open() as rt:
+        await rt.spawn("greeter", Greeter)
+        await rt.tell("greeter", Unknown())
+        assert Greeting(text="hi a") == await rt.ask("greeter", Hello(name="a"))
+        (letter,) = list(rt.dead_letters)
+        assert "greeter" == letter.actor
+        assert "no handler for 'Unknown'" in letter.reason
+
+
+async def test_ask_timeout_then_the_late_reply_is_dropped() -> None:
+    """A timed-out ask raises AskTimeoutError; its late reply goes nowhere and leaks nothing."""
+    gate = anyio.Event()
+    seen: list[tuple[str, int]] = []
+    async with Runtime.open() as rt:
+        await rt.spawn("rec", Recorder, seen, gate)
+        with pytest.raises(AskTimeoutError):
+            await rt.ask("rec", Note(sender="a", n=1), timeout=0.01)
+        assert {} == rt._cells["rec"].pending
+        gate.set()
+        assert 2 == await rt.ask("rec", Note(sender="a", n=2), timeout=5)
+        assert {} == rt._cells["rec"].pending
+    assert [("a", 1), ("a", 2)] == seen
+
+
+async def test_shutdown_drains_queued_messages_then_calls_on_stop() -> None:
+    """Leaving the runtime block handles everything already queued, then runs on_stop once."""
+    events: list[str] = []
+    async with Runtime.open() as rt:
+        await rt.spawn("life", Lifecycle, events)
+        for n in range(10):
+            rt.tell_nowait("life", Note(sender="s", n=n))
+        assert ["start"] == events  # nothing handled yet: the block ends with all 10 queued
+    assert ["start", *[f"note {n}" for n in range(10)], "stop"] == events
+
+
+async def test_shutdown_deadline_cancels_a_stuck_actor() -> None:
+    """Past the drain deadline a stuck handler is cancelled; asks fail; leftovers dead-letter."""
+    events: list[str] = []
+    never = anyio.Event()
+    outcome: list[BaseException] = []
+
+    async def asker(rt: Runtime) -> None:
+        try:
+            await rt.ask("life", Note(sender="s", n=1), timeout=None)
+        except ActorDeadError as exc:
+            outcome.append(exc)
+
+    async with anyio.create_task_group() as outer, Runtime.open(shutdown_timeout=0.05) as rt:
+        await rt.spawn("life", Lifecycle, events, never)
+        outer.start_soon(asker, rt)
+        await wait_all_tasks_blocked()
+        await rt.tell("life", Note(sender="s", n=2))
+    assert 1 == len(outcome)
+    assert ["start", "stop"] == events
+    assert [2] == [d.envelope.payload.n for d in rt.dead_letters]
+
+
+async def test_stopping_an_actor_fails_its_pending_asks() -> None:
+    """`stop` makes in-flight asks raise ActorDeadError, and later tells too."""
+    never = anyio.Event()
+    outcome: list[BaseException] = []
+    async with Runtime.open() as rt:
+        await rt.spawn("life", Lifecycle, [], never)
+
+        async def asker() -> None:
+            try:
+                await rt.ask("life", Note(sender="s", n=1), timeout=None)
+            except ActorDeadError as exc:
+                outcome.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(asker)
+            await wait_all_tasks_blocked()
+            await rt.stop("life", timeout=0)
+        assert 1 == len(outcome)
+        assert not rt.is_alive("life")
+        with pytest.raises(ActorDeadError):
+            await rt.tell("life", Note(sender="s", n=2))
+
+
+async def test_status_reports_each_actor() -> None:
+    """`status` lists every actor with its type, state and counters."""
+    async with Runtime.open() as rt:
+        await rt.spawn("greeter", Greeter)
+        await rt.ask("greeter", Hello(name="a"))
+        (status,) = rt.status()
+        assert ("greeter", "Greeter", "running", 1, 0) == (
+            status.name,
+            status.actor_type,
+            status.state,
+            status.handled,
+            status.mailbox_depth,
+        )
+
+
+async def test_message_types_resolve_by_name_for_json_input() -> None:
+    """`message_type` finds a handled type by name and refuses unknown names clearly."""
+    async with Runtime.open() as rt:
+        await rt.spawn("greeter", Greeter)
+        assert Hello is rt.message_type("greeter", "Hello")
+        with pytest.raises(InvalidMessageError, match="accepts: Hello"):
+            rt.message_type("greeter", "Nope")
