@@ -22,6 +22,7 @@ from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.runtime.logging import MessageScope, enter_scope
 from baton.runtime.supervision import RestartTracker, SupervisorPolicy
+from baton.runtime.token_log import TokenLog
 
 log = structlog.get_logger(__name__)
 
@@ -77,6 +78,7 @@ class ActorCell:
         ref: ActorRef,
         policy: SupervisorPolicy,
         dead_letters: DeadLetterSink,
+        token_log: TokenLog,
     ) -> None:
         self.name = name
         self.ref = ref
@@ -93,6 +95,7 @@ class ActorCell:
         self._policy = policy
         self._tracker = RestartTracker(policy)
         self._dead_letters = dead_letters
+        self._token_log = token_log
         self._scope: anyio.CancelScope | None = None
         self._dispatch: dict[type, BoundHandler] = {}
         self._failing = False
@@ -247,13 +250,14 @@ class ActorCell:
                 continue
             self.restarts += 1
             self.state = ActorState.RUNNING
-            log.warning(
-                "actor.restarted",
-                actor=self.name,
-                restarts=self.restarts,
-                backoff_ms=round(delay * 1000, 3),
-                reason=f"{type(error).__name__}: {error}",
-            )
+            fields = {
+                "actor": self.name,
+                "restarts": self.restarts,
+                "backoff_ms": round(delay * 1000, 3),
+                "reason": f"{type(error).__name__}: {error}",
+            }
+            log.warning("actor.restarted", **fields)
+            self._token_log.emit("actor.restarted", **fields)
             return
 
     def _settle(

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import structlog
 
 from baton.mailboxes.envelope import Envelope
+from baton.runtime.token_log import TokenLog
 
 log = structlog.get_logger(__name__)
 
@@ -32,7 +33,14 @@ class DeadLetter:
 class DeadLetterLog:
     """Keeps the most recent dead letters in memory and logs each as `message.dead_lettered`."""
 
-    def __init__(self, *, keep: int = DEFAULT_KEEP, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        *,
+        token_log: TokenLog | None = None,
+        keep: int = DEFAULT_KEEP,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._token_log = token_log
         self._letters: deque[DeadLetter] = deque(maxlen=keep)
         self._clock = clock
         self._total = 0
@@ -40,15 +48,16 @@ class DeadLetterLog:
     def dead_letter(self, envelope: Envelope, reason: str) -> None:
         self._letters.append(DeadLetter(envelope, reason, self._clock()))
         self._total += 1
-        log.warning(
-            "message.dead_lettered",
-            actor=envelope.recipient,
-            message_id=envelope.id,
-            message_type=envelope.message_type,
-            attempt=envelope.attempt,
-            sender=envelope.sender,
-            reason=reason,
-        )
+        fields = {
+            "actor": envelope.recipient,
+            "message_id": envelope.id,
+            "message_type": envelope.message_type,
+            "attempt": envelope.attempt,
+            "reason": reason,
+        }
+        log.warning("message.dead_lettered", sender=envelope.sender, **fields)
+        if self._token_log is not None:
+            self._token_log.emit("message.dead_lettered", **fields)
 
     @property
     def total(self) -> int:

@@ -28,11 +28,13 @@ from baton.errors import (
     UsageError,
 )
 from baton.mailboxes.envelope import Envelope, new_id
-from baton.mailboxes.memory import DEFAULT_CAPACITY, MemoryMailbox
+from baton.mailboxes.memory import MemoryMailbox
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.runtime._cell import ActorCell, ActorState, PendingAsk
+from baton.runtime.config import BatonConfig, load_config
 from baton.runtime.dead_letters import DeadLetterLog
 from baton.runtime.supervision import SupervisorPolicy
+from baton.runtime.token_log import TOKEN_LOG, TokenLog
 
 log = structlog.get_logger(__name__)
 
@@ -40,7 +42,6 @@ A = TypeVar("A", bound=Actor)
 MailboxFactory = Callable[[str, int, DeadLetterSink], Mailbox]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-DEFAULT_SHUTDOWN_TIMEOUT = 10.0
 
 
 def memory_mailboxes(name: str, capacity: int, dead_letters: DeadLetterSink) -> Mailbox:
@@ -71,14 +72,18 @@ class Runtime:
         task_group: TaskGroup,
         *,
         workspace: Path | None,
+        config: BatonConfig,
+        token_log: TokenLog,
         policy: SupervisorPolicy,
         mailbox_factory: MailboxFactory,
         mailbox_capacity: int,
         shutdown_timeout: float,
     ) -> None:
         self.workspace = workspace
+        self.config = config
+        self.token_log = token_log
         self.policy = policy
-        self.dead_letters = DeadLetterLog()
+        self.dead_letters = DeadLetterLog(token_log=token_log)
         self._tg = task_group
         self._cells: dict[str, ActorCell] = {}
         self._types: dict[str, type[Actor]] = {}
@@ -96,21 +101,50 @@ class Runtime:
         cls,
         workspace: str | Path | None = None,
         *,
+        config: BatonConfig | None = None,
         policy: SupervisorPolicy | None = None,
         mailbox_factory: MailboxFactory = memory_mailboxes,
-        mailbox_capacity: int = DEFAULT_CAPACITY,
-        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        mailbox_capacity: int | None = None,
+        shutdown_timeout: float | None = None,
     ) -> AsyncIterator[Runtime]:
-        """Run actors for the duration of the block; on exit drain them, then stop them."""
-        async with anyio.create_task_group() as tg:
-            root = Path(await anyio.Path(workspace).resolve()) if workspace is not None else None
+        """Run actors for the duration of the block; on exit drain them, then stop them.
+
+        With a `workspace`, its `baton.toml` is loaded (unless `config` is given) and the token
+        log is written to `<workspace>/.baton/logs/tokens.jsonl`. Explicit keyword arguments
+        win over the configuration.
+        """
+        root = Path(await anyio.Path(workspace).resolve()) if workspace is not None else None
+        if config is None:
+            config = await anyio.to_thread.run_sync(load_config, root)
+        settings = config.runtime
+        supervision = settings.supervision
+        token_path = root / TOKEN_LOG if root is not None else None
+        async with (
+            TokenLog.open(
+                token_path,
+                max_bytes=config.logs.token_log_max_bytes,
+                backups=config.logs.token_log_backups,
+            ) as token_log,
+            anyio.create_task_group() as tg,
+        ):
             runtime = cls(
                 tg,
                 workspace=root,
-                policy=policy or SupervisorPolicy(),
+                config=config,
+                token_log=token_log,
+                policy=policy
+                or SupervisorPolicy(
+                    max_attempts=supervision.max_attempts,
+                    max_restarts=supervision.max_restarts,
+                    restart_window=supervision.restart_window,
+                    backoff_initial=supervision.backoff_initial,
+                    backoff_max=supervision.backoff_max,
+                ),
                 mailbox_factory=mailbox_factory,
-                mailbox_capacity=mailbox_capacity,
-                shutdown_timeout=shutdown_timeout,
+                mailbox_capacity=mailbox_capacity or settings.mailbox_capacity,
+                shutdown_timeout=(
+                    settings.shutdown_timeout if shutdown_timeout is None else shutdown_timeout
+                ),
             )
             try:
                 yield runtime
@@ -149,6 +183,7 @@ class Runtime:
             ref=ref,
             policy=self.policy,
             dead_letters=self.dead_letters,
+            token_log=self.token_log,
         )
         self._cells[name] = cell
         self._types[name] = actor_type

@@ -1,0 +1,209 @@
+"""The token log: `<workspace>/.baton/logs/tokens.jsonl`, one validated JSON record per line.
+
+Records are rendered by a structlog pipeline (timestamp, context, schema check, JSON) on the
+emitting task, then appended by one writer task with aiofiles, so emitting never blocks the
+event loop on the disk. Rotation happens between whole lines: a line is never split.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiofiles
+import anyio
+import structlog
+from aiofiles.threadpool.binary import AsyncBufferedIOBase
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic import ValidationError
+from structlog.typing import EventDict, WrappedLogger
+
+from baton.runtime.logging import current_actor, redact_secrets
+from baton.runtime.token_records import TOKEN_RECORD
+
+log = structlog.get_logger(__name__)
+
+TOKEN_LOG = Path(".baton") / "logs" / "tokens.jsonl"
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+DEFAULT_BACKUPS = 5
+_FOLLOW_BUFFER = 10_000
+_CONTEXT_KEYS = ("scenario", "conversation")
+
+
+def _add_context(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    """Fill `actor`, `scenario` and `conversation` from the running task's context."""
+    bound = structlog.contextvars.get_contextvars()
+    for key in _CONTEXT_KEYS:
+        event_dict.setdefault(key, bound.get(key))
+    event_dict.setdefault("actor", bound.get("actor") or current_actor())
+    return event_dict
+
+
+def _validate(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    """Check the record against its event's schema; a bad record is a bug, reported, not written."""
+    try:
+        record = TOKEN_RECORD.validate_python(event_dict)
+    except ValidationError as exc:
+        log.error("token_log.invalid_record", record_event=event_dict.get("event"), error=str(exc))
+        raise structlog.DropEvent from None
+    dumped: EventDict = record.model_dump(mode="json", by_alias=True)
+    return dumped
+
+
+class _Enqueue:
+    """The structlog 'logger' at the end of the pipeline: hands each line to the writer."""
+
+    def __init__(self, sink: MemoryObjectSendStream[str]) -> None:
+        self._sink = sink
+
+    def msg(self, line: str) -> None:
+        try:
+            self._sink.send_nowait(line)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            log.error("token_log.closed", line=line)
+
+    info = warning = error = debug = msg
+
+
+class TokenLog:
+    """Validated token-log records: appended to a file (if any) and streamed to followers."""
+
+    def __init__(self, path: Path | None, *, max_bytes: int, backups: int) -> None:
+        self.path = path
+        self._max_bytes = max_bytes
+        self._backups = backups
+        send, receive = anyio.create_memory_object_stream[str](math.inf)
+        self._send = send
+        self._receive = receive
+        self._followers: set[MemoryObjectSendStream[dict[str, Any]]] = set()
+        self._file: AsyncBufferedIOBase | None = None
+        self._size = 0
+        self._written = 0
+        self._logger = structlog.wrap_logger(
+            _Enqueue(send),
+            processors=[
+                _add_context,
+                structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
+                redact_secrets,
+                _validate,
+                structlog.processors.JSONRenderer(ensure_ascii=False),
+            ],
+        )
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        path: Path | None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        backups: int = DEFAULT_BACKUPS,
+    ) -> AsyncIterator[TokenLog]:
+        """Run the writer for the block; on exit every emitted record is on disk."""
+        token_log = cls(path, max_bytes=max_bytes, backups=backups)
+        if path is not None:
+            await anyio.Path(path.parent).mkdir(parents=True, exist_ok=True)
+            token_log._file = await aiofiles.open(path, "ab")
+            token_log._size = (await anyio.Path(path).stat()).st_size
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(token_log._write_all)
+                try:
+                    yield token_log
+                finally:
+                    token_log._send.close()
+        finally:
+            if token_log._file is not None:
+                await token_log._file.close()
+            for follower in token_log._followers:
+                follower.close()
+
+    def emit(self, event: str, **fields: Any) -> None:
+        """Record one event; fields are checked against the event's schema."""
+        self._logger.info(event, **fields)
+
+    @property
+    def written(self) -> int:
+        """Records appended so far (for status and tests)."""
+        return self._written
+
+    @asynccontextmanager
+    async def follow(self) -> AsyncIterator[MemoryObjectReceiveStream[dict[str, Any]]]:
+        """Receive every record emitted from now on, as a dict, until the block ends."""
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_FOLLOW_BUFFER)
+        self._followers.add(send)
+        try:
+            async with receive:
+                yield receive
+        finally:
+            self._followers.discard(send)
+            send.close()
+
+    async def _write_all(self) -> None:
+        async with self._receive:
+            async for first in self._receive:
+                batch = [first]
+                while True:
+                    try:
+                        batch.append(self._receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                if self._file is not None:
+                    await self._append(batch)
+                self._written += len(batch)
+                self._notify(batch)
+
+    async def _append(self, batch: list[str]) -> None:
+        # Rotation is decided line by line, so a file never passes max_bytes unless one line
+        # alone is bigger (it is then written whole: a record is never split).
+        chunk = bytearray()
+        for line in batch:
+            data = f"{line}\n".encode()
+            pending = self._size + len(chunk)
+            if pending > 0 and pending + len(data) > self._max_bytes:
+                await self._flush(chunk)
+                chunk.clear()
+                await self._rotate()
+            chunk += data
+        await self._flush(chunk)
+
+    async def _flush(self, chunk: bytearray) -> None:
+        if not chunk:
+            return
+        assert self._file is not None
+        await self._file.write(bytes(chunk))
+        await self._file.flush()
+        self._size += len(chunk)
+
+    async def _rotate(self) -> None:
+        assert self._file is not None
+        assert self.path is not None
+        await self._file.close()
+        for index in range(self._backups - 1, 0, -1):
+            older = anyio.Path(f"{self.path}.{index}")
+            if await older.exists():
+                await older.rename(f"{self.path}.{index + 1}")
+        await anyio.Path(self.path).rename(f"{self.path}.1")
+        self._file = await aiofiles.open(self.path, "ab")
+        self._size = 0
+
+    def _notify(self, batch: list[str]) -> None:
+        if not self._followers:
+            return
+        records = [json.loads(line) for line in batch]
+        for follower in list(self._followers):
+            for record in records:
+                try:
+                    follower.send_nowait(record)
+                except anyio.WouldBlock:
+                    # A follower that stopped reading must not stall the log: it loses
+                    # lines (the file still has them) rather than holding everyone up.
+                    log.warning("token_log.follower_lagging")
+                    break
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    self._followers.discard(follower)
+                    break

@@ -1,0 +1,108 @@
+"""The token log's record schema (DESIGN §7): one pydantic model per event.
+
+Every line carries `ts`, `event`, `actor`, `scenario` and `conversation`; each event adds its
+own fields. README documents every field from these models.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    ts: str = Field(description="when it happened, ISO 8601 UTC")
+    actor: str | None = Field(None, description="the actor the event belongs to")
+    scenario: str | None = Field(None, description="the scenario being worked on, if any")
+    conversation: str | None = Field(None, description="the actor's conversation id, if any")
+
+
+class ModelCall(_Record):
+    event: Literal["model.call"] = "model.call"
+    model: str = Field(description="model name; `offline-scripted` for the offline model")
+    input_tokens: int = Field(ge=0, description="uncached input tokens")
+    cache_creation_input_tokens: int = Field(ge=0, description="input tokens written to the cache")
+    cache_read_input_tokens: int = Field(ge=0, description="input tokens read from the cache")
+    output_tokens: int = Field(ge=0, description="tokens generated")
+    context_tokens: int = Field(ge=0, description="context size after the call (all four summed)")
+    context_window: int = Field(gt=0, description="the actor's effective context window")
+    compact_threshold: int = Field(gt=0, description="context size that triggers compaction")
+    fill: float = Field(ge=0, le=1, description="context_tokens / context_window")
+    latency_ms: float = Field(ge=0, description="wall time of the call")
+    stop_reason: str | None = Field(description="why the model stopped (end_turn, tool_use, ...)")
+    turn: int = Field(ge=0, description="the actor's model-call counter in this conversation")
+    purpose: str = Field("turn", description="turn | compaction | task_summary")
+
+
+class ContextCompacted(_Record):
+    event: Literal["context.compacted"] = "context.compacted"
+    tokens_before: int = Field(ge=0)
+    tokens_after: int = Field(ge=0)
+    kept_steps: int = Field(ge=0, description="recent steps kept whole")
+    summary_tokens: int = Field(ge=0)
+    mode: Literal["llm", "fallback"] = Field(description="llm summary, or the extractive fallback")
+    latency_ms: float = Field(ge=0)
+
+
+class ToolResultTruncated(_Record):
+    event: Literal["context.tool_result_truncated"] = "context.tool_result_truncated"
+    tool_use_id: str
+    original_chars: int = Field(ge=0)
+    kept_chars: int = Field(ge=0)
+
+
+class _Handoff(_Record):
+    handoff_type: str = Field(description="init_to_execute | execute_to_init | scenario_complete")
+    from_: str = Field(alias="from", description="the sending actor")
+    to: str = Field(description="the receiving actor")
+    package_tokens: int = Field(ge=0, description="estimated tokens of the package itself")
+
+
+class HandoffSent(_Handoff):
+    event: Literal["handoff.sent"] = "handoff.sent"
+
+
+class HandoffReceived(_Handoff):
+    event: Literal["handoff.received"] = "handoff.received"
+
+
+class ActorRestarted(_Record):
+    event: Literal["actor.restarted"] = "actor.restarted"
+    restarts: int = Field(ge=1)
+    backoff_ms: float = Field(ge=0)
+    reason: str
+
+
+class MessageDeadLettered(_Record):
+    event: Literal["message.dead_lettered"] = "message.dead_lettered"
+    message_id: str
+    message_type: str
+    attempt: int = Field(ge=1)
+    reason: str
+
+
+TokenRecord = Annotated[
+    ModelCall
+    | ContextCompacted
+    | ToolResultTruncated
+    | HandoffSent
+    | HandoffReceived
+    | ActorRestarted
+    | MessageDeadLettered,
+    Field(discriminator="event"),
+]
+
+TOKEN_RECORD: TypeAdapter[TokenRecord] = TypeAdapter(TokenRecord)
+
+EVENTS: tuple[str, ...] = (
+    "model.call",
+    "context.compacted",
+    "context.tool_result_truncated",
+    "handoff.sent",
+    "handoff.received",
+    "actor.restarted",
+    "message.dead_lettered",
+)

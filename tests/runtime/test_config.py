@@ -1,0 +1,107 @@
+"""baton.toml: seed-000 defaults, overrides, env overrides, and errors that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from baton import Actor, Runtime
+from baton.errors import ConfigError
+from baton.runtime.config import load_config, parse_config
+
+
+class Idle(Actor):
+    pass
+
+
+def test_defaults_are_seed_000s_table() -> None:
+    """With no file, init/execute/scheduler get seed 000's model, window, threshold and N."""
+    config = load_config(None, environ={})
+    table = {
+        name: (a.model, a.context_window, a.compact_threshold, a.keep_recent_steps, a.strategy)
+        for name, a in config.actors.items()
+    }
+    assert {
+        "init": ("claude-opus-4-5", 200_000, 150_000, 3, "summarize"),
+        "execute": ("claude-sonnet-4-5", 1_000_000, 700_000, 5, "summarize"),
+        "scheduler": ("claude-haiku-4-5", 200_000, 150_000, 3, "summarize"),
+    } == table
+
+
+def test_file_values_override_defaults_per_key(tmp_path: Path) -> None:
+    """A key set in baton.toml replaces that default only; the rest keep theirs."""
+    (tmp_path / "baton.toml").write_text(
+        '[actors.execute]\ncompact_threshold = 500000\nstrategy = "sliding_window"\n'
+        "[runtime]\nmailbox_capacity = 7\n"
+    )
+    config = load_config(tmp_path, environ={})
+    execute = config.agent("execute")
+    assert (500_000, "sliding_window", 1_000_000) == (
+        execute.compact_threshold,
+        execute.strategy,
+        execute.context_window,
+    )
+    assert 7 == config.runtime.mailbox_capacity
+
+
+@pytest.mark.parametrize(
+    ("toml", "named"),
+    [
+        ("[runtime]\nmailbx = 'memory'\n", "runtime.mailbx"),
+        ("[actors.execute]\nmodle = 'x'\n", "actors.execute.modle"),
+        ("[logz]\nx = 1\n", "logz"),
+    ],
+)
+def test_unknown_keys_are_errors_naming_the_key(tmp_path: Path, toml: str, named: str) -> None:
+    """A misspelt key is refused with its dotted path in the message."""
+    (tmp_path / "baton.toml").write_text(toml)
+    with pytest.raises(ConfigError, match=f"unknown key '{named}'"):
+        load_config(tmp_path, environ={})
+
+
+def test_environment_overrides_win_and_are_typed(tmp_path: Path) -> None:
+    """BATON_SECTION__KEY overrides the file; JSON-looking values are parsed."""
+    (tmp_path / "baton.toml").write_text("[actors.init]\nmodel = 'from-file'\n")
+    config = load_config(
+        tmp_path,
+        environ={
+            "BATON_ACTORS__INIT__MODEL": "from-env",
+            "BATON_RUNTIME__MAILBOX_CAPACITY": "9",
+            "BATON_WORKSPACE": "/ignored",
+        },
+    )
+    assert ("from-env", 9) == (config.agent("init").model, config.runtime.mailbox_capacity)
+
+
+def test_bad_environment_value_names_its_source() -> None:
+    """An invalid override is reported as coming from the environment."""
+    with pytest.raises(ConfigError, match="BATON_"):
+        load_config(None, environ={"BATON_RUNTIME__MAILBOX_CAPACITY": "0"})
+
+
+def test_threshold_must_sit_below_the_window() -> None:
+    """compact_threshold >= context_window is refused with both numbers."""
+    with pytest.raises(ConfigError, match="compact_threshold"):
+        parse_config({"actors": {"init": {"compact_threshold": 300_000}}})
+
+
+def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:
+    """A syntax error in baton.toml is a ConfigError naming the file."""
+    (tmp_path / "baton.toml").write_text("[runtime\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(tmp_path, environ={})
+
+
+def test_an_agent_without_config_is_named() -> None:
+    """Asking for an agent that has no section raises ConfigError with the section to add."""
+    with pytest.raises(ConfigError, match=r"\[actors.critic\]"):
+        parse_config({}).agent("critic")
+
+
+async def test_runtime_open_reads_the_workspace_config(tmp_path: Path) -> None:
+    """`Runtime.open(workspace)` applies baton.toml (here: the mailbox capacity)."""
+    (tmp_path / "baton.toml").write_text("[runtime]\nmailbox_capacity = 3\n")
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("idle", Idle)
+        assert 3 == rt.status()[0].mailbox_capacity
