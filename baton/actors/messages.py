@@ -1,0 +1,76 @@
+"""Messages the built-in actors accept (DESIGN §7); each is a pydantic model.
+
+`Prompt` goes to any agent actor; `StartScenario`, `Approve`, `Reject` and `ScenarioQuery`
+go to the Scheduler. `Dispatch` (what the Scheduler sends an agent) lives beside the handoff
+packages it carries.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEDULER = "scheduler"
+
+ScenarioPhase = Literal[
+    "designing",
+    "awaiting_approval",
+    "executing",
+    "returned_to_init",
+    "completed",
+    "failed",
+    "stopped",
+]
+ACTIVE_PHASES: frozenset[str] = frozenset(
+    {"designing", "awaiting_approval", "executing", "returned_to_init"}
+)
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Prompt(_Message):
+    """Start a round with this text; asked, the reply is the final assistant text."""
+
+    text: str = Field(min_length=1)
+
+
+class StartScenario(_Message):
+    """Submit a scenario to the Scheduler; if it is already active, nothing new starts."""
+
+    scenario: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    requirement: str | None = None
+
+
+class Approve(_Message):
+    """Approve the scenario's pending Init → Execute handoff (HITL-1)."""
+
+    scenario: str = Field(min_length=1)
+
+
+class Reject(_Message):
+    """Reject the pending handoff; the reason goes back to Init in its AgentContext."""
+
+    scenario: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+
+class ScenarioQuery(_Message):
+    """Ask the Scheduler for one scenario's state, or all of them when `scenario` is None."""
+
+    scenario: str | None = None
+
+
+class ScenarioState(BaseModel):
+    """What the Scheduler reports about one scenario."""
+
+    scenario: str
+    phase: ScenarioPhase
+    iteration: int = 0
+    requirement: str | None = None
+    pending_approval: dict[str, Any] | None = None
+    last_report: str | None = None
+    reason: str | None = None
+    started: bool = Field(False, description="True when this request started it")
