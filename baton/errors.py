@@ -146,3 +146,15 @@ class ModelCallFailure(RuntimeFailure):
 
 class SummaryFailure(RuntimeFailure):
     """Raised when a compaction summary could not be produced or did not validate."""
+
+
+class JournalCorruptError(RuntimeFailure):
+    """Raised when a journal line other than the last is damaged (a torn last line is fine)."""
+
+    def __init__(self, path: object, line: int) -> None:
+        self.path = path
+        self.line = line
+        super().__init__(
+            f"journal {path} is damaged at line {line} (not the last line, so not a torn "
+            "write); move the file aside to start that conversation afresh"
+        )

@@ -1,0 +1,139 @@
+"""Journals: the append-only record of an agent's conversation, so a restart resumes it.
+
+A step counts as done only once its record is on disk (written, flushed, fsynced). Each
+line carries a CRC-32 of its JSON so a line torn by a crash is recognised: a torn *last*
+line is dropped (and cut off the file, so the next append starts clean); damage anywhere
+else is reported, never silently skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiofiles
+import anyio
+import structlog
+
+from baton.errors import JournalCorruptError, UsageError
+
+log = structlog.get_logger(__name__)
+
+JOURNAL_DIR = Path(".baton") / "journal"
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+class JournalStore(Protocol):
+    """Where agent actors keep their conversation records."""
+
+    async def append(self, actor: str, conversation: str, record: Mapping[str, Any]) -> None:
+        """Durably append one record; returns once it would survive a crash."""
+        ...
+
+    async def read(self, actor: str, conversation: str) -> list[dict[str, Any]]:
+        """Every record of the conversation, in append order (empty if there is none)."""
+        ...
+
+    async def conversations(self, actor: str) -> list[str]:
+        """The conversation ids the actor has records for."""
+        ...
+
+
+def _check_name(kind: str, name: str) -> str:
+    if not _SAFE_NAME.match(name):
+        raise UsageError(
+            f"invalid {kind} name {name!r} for a journal: use letters, digits, '_', '-', '.', ':'"
+        )
+    return name
+
+
+def encode_line(record: Mapping[str, Any]) -> bytes:
+    """One journal line: the CRC-32 of the JSON in hex, a space, the JSON, a newline."""
+    body = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+    return b"%08x %s\n" % (zlib.crc32(body), body)
+
+
+def decode_line(line: bytes) -> dict[str, Any] | None:
+    """The record of a well-formed line, or None if it is torn or damaged."""
+    if len(line) < 10 or line[8:9] != b" " or not line.endswith(b"\n"):
+        return None
+    body = line[9:-1]
+    try:
+        if int(line[:8], 16) != zlib.crc32(body):
+            return None
+        record = json.loads(body)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+class FileJournalStore:
+    """Journals as `<workspace>/.baton/journal/<actor>/<conversation>.jsonl`."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.root = workspace / JOURNAL_DIR
+
+    def path(self, actor: str, conversation: str) -> Path:
+        return (
+            self.root
+            / _check_name("actor", actor)
+            / f"{_check_name('conversation', conversation)}.jsonl"
+        )
+
+    async def append(self, actor: str, conversation: str, record: Mapping[str, Any]) -> None:
+        path = self.path(actor, conversation)
+        await anyio.Path(path.parent).mkdir(parents=True, exist_ok=True)
+        async with aiofiles.open(path, "ab") as journal:
+            await journal.write(encode_line(record))
+            await journal.flush()
+            await anyio.to_thread.run_sync(os.fsync, journal.fileno())
+
+    async def read(self, actor: str, conversation: str) -> list[dict[str, Any]]:
+        path = self.path(actor, conversation)
+        if not await anyio.Path(path).exists():
+            return []
+        async with aiofiles.open(path, "rb") as journal:
+            lines = await journal.readlines()
+        records: list[dict[str, Any]] = []
+        good_bytes = 0
+        for number, line in enumerate(lines, start=1):
+            record = decode_line(line)
+            if record is None:
+                if number == len(lines):
+                    # A crash mid-write leaves at most the last line torn: drop it and cut it
+                    # off, so the next append does not follow garbage.
+                    log.warning("journal.torn_line_dropped", path=str(path), line=number)
+                    await anyio.to_thread.run_sync(os.truncate, path, good_bytes)
+                    break
+                raise JournalCorruptError(path, number)
+            records.append(record)
+            good_bytes += len(line)
+        return records
+
+    async def conversations(self, actor: str) -> list[str]:
+        directory = anyio.Path(self.root / _check_name("actor", actor))
+        if not await directory.exists():
+            return []
+        return sorted([p.stem async for p in directory.glob("*.jsonl")])
+
+
+class MemoryJournalStore:
+    """Journals kept in memory: for an in-memory runtime and for tests."""
+
+    def __init__(self) -> None:
+        self._records: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    async def append(self, actor: str, conversation: str, record: Mapping[str, Any]) -> None:
+        # Round-trip through JSON so what is kept is exactly what a file store would return.
+        self._records.setdefault((actor, conversation), []).append(json.loads(json.dumps(record)))
+
+    async def read(self, actor: str, conversation: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._records.get((actor, conversation), [])]
+
+    async def conversations(self, actor: str) -> list[str]:
+        return sorted(c for a, c in self._records if a == actor)

@@ -1,0 +1,84 @@
+"""Journals: durable append, ordered read, torn last line tolerated, damage reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from baton.actors.journal import FileJournalStore, MemoryJournalStore, decode_line, encode_line
+from baton.errors import JournalCorruptError, UsageError
+
+
+async def test_records_read_back_in_append_order(tmp_path: Path) -> None:
+    """What was appended is read back, in order, with CJK text intact."""
+    store = FileJournalStore(tmp_path)
+    records = [{"kind": "round", "text": "生成请假申请场景"}, {"kind": "step", "turn": 1}]
+    for record in records:
+        await store.append("init", "c1", record)
+    assert records == await store.read("init", "c1")
+    assert (tmp_path / ".baton/journal/init/c1.jsonl").is_file()
+
+
+async def test_a_torn_last_line_is_dropped_and_cut_off(tmp_path: Path) -> None:
+    """A half-written final line is ignored, removed from the file, and appends resume cleanly."""
+    store = FileJournalStore(tmp_path)
+    await store.append("init", "c1", {"n": 1})
+    await store.append("init", "c1", {"n": 2})
+    path = store.path("init", "c1")
+    whole = path.read_bytes()
+    path.write_bytes(whole + encode_line({"n": 3})[:-7])  # the crash hit mid-line
+    assert [{"n": 1}, {"n": 2}] == await store.read("init", "c1")
+    assert whole == path.read_bytes()
+    await store.append("init", "c1", {"n": 3})
+    assert [{"n": 1}, {"n": 2}, {"n": 3}] == await store.read("init", "c1")
+
+
+async def test_damage_before_the_last_line_is_an_error(tmp_path: Path) -> None:
+    """A corrupted line that is not the last raises JournalCorruptError naming the line."""
+    store = FileJournalStore(tmp_path)
+    for n in range(3):
+        await store.append("init", "c1", {"n": n})
+    path = store.path("init", "c1")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"n":1', b'"n":7')  # checksum no longer matches
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(JournalCorruptError, match="line 2"):
+        await store.read("init", "c1")
+
+
+def test_a_line_with_a_wrong_checksum_does_not_decode() -> None:
+    """decode_line refuses a line whose body changed after its checksum was computed."""
+    line = encode_line({"a": 1})
+    assert {"a": 1} == decode_line(line)
+    assert decode_line(line.replace(b"1}", b"2}")) is None
+    assert decode_line(line[:-1]) is None  # no newline: torn
+
+
+async def test_conversations_are_listed_per_actor(tmp_path: Path) -> None:
+    """`conversations` lists the ids an actor has journals for, and none for others."""
+    store = FileJournalStore(tmp_path)
+    await store.append("init", "b", {})
+    await store.append("init", "a", {})
+    await store.append("execute", "z", {})
+    assert ["a", "b"] == await store.conversations("init")
+    assert [] == await store.conversations("scheduler")
+
+
+async def test_unsafe_names_are_refused(tmp_path: Path) -> None:
+    """Actor or conversation names that could escape the journal directory are refused."""
+    store = FileJournalStore(tmp_path)
+    with pytest.raises(UsageError, match="invalid conversation"):
+        await store.append("init", "../../etc", {})
+    with pytest.raises(UsageError, match="invalid actor"):
+        await store.read("a/b", "c")
+
+
+async def test_memory_store_behaves_like_the_file_store(tmp_path: Path) -> None:
+    """The in-memory store returns the same JSON-normalised records as the file store."""
+    record = {"t": (1, 2), "s": "x"}
+    file_store, memory_store = FileJournalStore(tmp_path), MemoryJournalStore()
+    for store in (file_store, memory_store):
+        await store.append("a", "c", record)
+    assert await file_store.read("a", "c") == await memory_store.read("a", "c")
+    assert ["c"] == await memory_store.conversations("a")
