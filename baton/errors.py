@@ -158,3 +158,34 @@ class JournalCorruptError(RuntimeFailure):
             f"journal {path} is damaged at line {line} (not the last line, so not a torn "
             "write); move the file aside to start that conversation afresh"
         )
+
+
+class InvalidPackageError(UsageError):
+    """Raised when a handoff package does not validate; the message names each bad field."""
+
+    def __init__(self, problems: list[str], handoff_type: str | None = None) -> None:
+        self.problems = problems
+        self.handoff_type = handoff_type
+        kind = f"{handoff_type} package" if handoff_type else "handoff package"
+        super().__init__(f"invalid {kind}; fix these fields and resend: " + "; ".join(problems))
+
+
+class InvalidArtifactError(UsageError):
+    """Raised when an artifact file is missing, not JSON, or does not match its schema."""
+
+    def __init__(self, path: object, problems: list[str]) -> None:
+        self.path = path
+        self.problems = problems
+        super().__init__(
+            f"artifact {path} is not valid: " + "; ".join(problems) + " — rewrite the file "
+            "so these fields match the schema"
+        )
+
+
+class SandboxViolationError(UsageError):
+    """Raised when a tool path leaves the workspace or enters a directory the runtime keeps."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"refused path {path!r}: {reason}")

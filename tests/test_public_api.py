@@ -6,7 +6,14 @@ import importlib
 
 import pytest
 
-PACKAGES = ["baton", "baton.runtime", "baton.actors", "baton.mailboxes", "baton.context"]
+PACKAGES = [
+    "baton",
+    "baton.runtime",
+    "baton.actors",
+    "baton.mailboxes",
+    "baton.context",
+    "baton.actors.tools",
+]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

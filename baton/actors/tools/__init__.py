@@ -1,0 +1,47 @@
+"""Agent tools: the `Tool` protocol, the `Toolbox`, file tools and handoff tools."""
+
+from baton.actors.tools._sandbox import Sandbox
+from baton.actors.tools.files import (
+    List,
+    ListInput,
+    Read,
+    ReadInput,
+    Write,
+    WriteInput,
+    file_tools,
+)
+from baton.actors.tools.handoff import (
+    Clock,
+    Deliver,
+    HandoffTool,
+    RegisterPaths,
+    complete_scenario,
+    handoff_to_execute,
+    return_to_init,
+    utc_now,
+)
+from baton.actors.tools.protocol import Tool, ToolOutcome, tool_spec
+from baton.actors.tools.toolbox import Toolbox
+
+__all__ = [
+    "Clock",
+    "Deliver",
+    "HandoffTool",
+    "List",
+    "ListInput",
+    "Read",
+    "ReadInput",
+    "RegisterPaths",
+    "Sandbox",
+    "Tool",
+    "ToolOutcome",
+    "Toolbox",
+    "Write",
+    "WriteInput",
+    "complete_scenario",
+    "file_tools",
+    "handoff_to_execute",
+    "return_to_init",
+    "tool_spec",
+    "utc_now",
+]
