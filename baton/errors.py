@@ -189,3 +189,16 @@ class SandboxViolationError(UsageError):
         self.path = path
         self.reason = reason
         super().__init__(f"refused path {path!r}: {reason}")
+
+
+class ScriptExhaustedError(UsageError):
+    """Raised when a scripted model is asked for a turn its script has no reply for."""
+
+    def __init__(self, actor: str, turn: int, length: int) -> None:
+        self.actor = actor
+        self.turn = turn
+        self.length = length
+        super().__init__(
+            f"the model script for actor {actor!r} has {length} replies but turn {turn} was "
+            "asked for; add replies to the script or give the ScriptedModel a policy"
+        )

@@ -1,6 +1,67 @@
-"""Actors: the `Actor` base class, `@handler`, `ActorRef`, agent actors and model clients."""
+"""Actors: the `Actor` base class, `@handler`, `ActorRef`, model clients, journals and tools.
+
+`AnthropicModel` is imported on first use: loading the SDK costs about half a second, which
+`import baton` should not pay when the offline model is all it needs.
+"""
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from baton.actors.actor import Actor, handler
+from baton.actors.journal import FileJournalStore, JournalStore, MemoryJournalStore
+from baton.actors.messages import (
+    Approve,
+    Prompt,
+    Reject,
+    ScenarioQuery,
+    ScenarioState,
+    StartScenario,
+)
+from baton.actors.model import (
+    CallContext,
+    Model,
+    ModelLimits,
+    ModelResponse,
+    TokenCounter,
+    bind_call,
+    current_call,
+)
 from baton.actors.ref import ActorRef
+from baton.actors.scripted_model import OFFLINE_MODEL_NAME, Script, ScriptedModel, ScriptedResponse
 
-__all__ = ["Actor", "ActorRef", "handler"]
+if TYPE_CHECKING:
+    from baton.actors.anthropic_model import AnthropicModel, Backoff
+
+__all__ = [
+    "OFFLINE_MODEL_NAME",
+    "Actor",
+    "ActorRef",
+    "AnthropicModel",
+    "Approve",
+    "Backoff",
+    "CallContext",
+    "FileJournalStore",
+    "JournalStore",
+    "MemoryJournalStore",
+    "Model",
+    "ModelLimits",
+    "ModelResponse",
+    "Prompt",
+    "Reject",
+    "ScenarioQuery",
+    "ScenarioState",
+    "Script",
+    "ScriptedModel",
+    "ScriptedResponse",
+    "StartScenario",
+    "TokenCounter",
+    "bind_call",
+    "current_call",
+    "handler",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("AnthropicModel", "Backoff"):
+        return getattr(importlib.import_module("baton.actors.anthropic_model"), name)
+    raise AttributeError(f"module 'baton.actors' has no attribute {name!r}")

@@ -1,0 +1,218 @@
+"""What the Messages API stand-in puts on the wire: bodies, SSE events, the model table.
+
+Shapes follow the API reference (and what the `anthropic` SDK parses): errors are
+`{"type": "error", "error": {"type", "message"}, "request_id"}`; a stream is `message_start`,
+`ping`, per block `content_block_start` / `content_block_delta`… / `content_block_stop`, then
+`message_delta` (stop reason, final output tokens) and `message_stop`, every event named on
+its `event:` line (the SDK skips unnamed ones); an error inside a stream is an `error` event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from baton.actors._prefix_cache import CacheUsage
+
+ERROR_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    409: "conflict_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+_ERROR_MESSAGES: dict[str, str] = {
+    "invalid_request_error": "Invalid request",
+    "authentication_error": "invalid x-api-key",
+    "billing_error": "Billing error",
+    "permission_error": "Your API key does not have permission to use the specified resource.",
+    "not_found_error": "Not found",
+    "timeout_error": "Request timeout",
+    "conflict_error": "Conflict",
+    "request_too_large": "Request exceeds the maximum allowed number of bytes.",
+    "rate_limit_error": "Number of request tokens has exceeded your per-minute rate limit",
+    "api_error": "Internal server error",
+    "overloaded_error": "Overloaded",
+}
+
+
+def error_type_for(status: int) -> str:
+    """The API's error type for an HTTP status (`api_error` for any other 5xx)."""
+    return ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+
+
+def error_body(error_type: str, message: str | None, request_id: str) -> dict[str, Any]:
+    """The API's error object."""
+    return {
+        "type": "error",
+        "error": {"type": error_type, "message": message or _ERROR_MESSAGES.get(error_type, "")},
+        "request_id": request_id,
+    }
+
+
+def usage_body(cache: CacheUsage, output_tokens: int) -> dict[str, Any]:
+    """A `usage` object with all four counts and the cache-write split by TTL."""
+    return {
+        "input_tokens": cache.input_tokens,
+        "cache_creation_input_tokens": cache.cache_creation_input_tokens,
+        "cache_read_input_tokens": cache.cache_read_input_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": cache.cache_creation_input_tokens
+            if cache.ttl == "5m"
+            else 0,
+            "ephemeral_1h_input_tokens": cache.cache_creation_input_tokens
+            if cache.ttl == "1h"
+            else 0,
+        },
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
+
+
+def message_body(
+    *,
+    message_id: str,
+    model: str,
+    content: list[dict[str, Any]],
+    stop_reason: str,
+    usage: dict[str, Any],
+) -> dict[str, Any]:
+    """A complete `Message` object, as a non-streaming call returns it."""
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def sse(event: str, data: Mapping[str, Any]) -> bytes:
+    """One server-sent event: a named `event:` line and its JSON `data:` line."""
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _block_events(index: int, block: Mapping[str, Any], chunk_chars: int) -> list[bytes]:
+    if block["type"] == "text":
+        opening: dict[str, Any] = {"type": "text", "text": ""}
+        deltas = [
+            {"type": "text_delta", "text": part} for part in _chunks(block["text"], chunk_chars)
+        ]
+    else:
+        opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        raw = json.dumps(block["input"], ensure_ascii=False)
+        # The API opens every tool input with an empty partial_json delta.
+        deltas = [{"type": "input_json_delta", "partial_json": ""}] + [
+            {"type": "input_json_delta", "partial_json": part} for part in _chunks(raw, chunk_chars)
+        ]
+    events = [
+        sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": opening},
+        )
+    ]
+    events += [
+        sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+        for d in deltas
+    ]
+    events.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return events
+
+
+def stream_events(
+    message: Mapping[str, Any],
+    *,
+    chunk_chars: int = 24,
+    error: Mapping[str, Any] | None = None,
+) -> Iterator[bytes]:
+    """The SSE events of `message`; with `error`, the stream breaks off with that error event."""
+    usage = message["usage"]
+    opening = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {**usage, "output_tokens": 1},
+    }
+    yield sse("message_start", {"type": "message_start", "message": opening})
+    yield sse("ping", {"type": "ping"})
+    for index, block in enumerate(message["content"]):
+        events = _block_events(index, block, chunk_chars)
+        if error is not None:
+            # Break off inside the first block, as a real overload mid-generation does.
+            yield from events[:2]
+            yield sse("error", error)
+            return
+        yield from events
+    yield sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
+    )
+    yield sse("message_stop", {"type": "message_stop"})
+
+
+class StandInModel(BaseModel):
+    """One row of the stand-in's Models API: limits and lifecycle of a model id."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    display_name: str
+    max_input_tokens: int = Field(gt=0)
+    max_tokens: int = Field(gt=0)
+    lifecycle: Literal["active", "deprecated", "retired"] = "active"
+    created_at: datetime = datetime(2025, 1, 1, tzinfo=UTC)
+    deprecated_at: datetime | None = None
+    retires_at: datetime | None = None
+
+    def info(self) -> dict[str, Any]:
+        """The `ModelInfo` object `GET /v1/models/{id}` returns."""
+        return {"type": "model", **self.model_dump(mode="json")}
+
+
+def _model(model_id: str, name: str, window: int, **extra: Any) -> tuple[str, StandInModel]:
+    return model_id, StandInModel(
+        id=model_id, display_name=name, max_input_tokens=window, max_tokens=64_000, **extra
+    )
+
+
+DEFAULT_MODELS: dict[str, StandInModel] = dict(
+    [
+        _model("claude-opus-4-5", "Claude Opus 4.5", 200_000),
+        # The 1M window of seed 000's Execute agent, so baton's default config fits; retires_at
+        # is the announced end of life of Sonnet 4.5 (deprecated_at is illustrative).
+        _model(
+            "claude-sonnet-4-5",
+            "Claude Sonnet 4.5",
+            1_000_000,
+            lifecycle="deprecated",
+            deprecated_at=datetime(2026, 5, 30, tzinfo=UTC),
+            retires_at=datetime(2026, 11, 30, tzinfo=UTC),
+        ),
+        _model("claude-haiku-4-5", "Claude Haiku 4.5", 200_000),
+    ]
+)
