@@ -1,8 +1,7 @@
 """Messages the built-in actors accept (DESIGN §7); each is a pydantic model.
 
-`Prompt` goes to any agent actor; `StartScenario`, `Approve`, `Reject` and `ScenarioQuery`
-go to the Scheduler. `Dispatch` (what the Scheduler sends an agent) lives beside the handoff
-packages it carries.
+`Prompt` and `Dispatch` go to agent actors; `StartScenario`, `Approve`, `Reject`,
+`ScenarioQuery` and `HandoffDelivered` go to the Scheduler.
 """
 
 from __future__ import annotations
@@ -10,6 +9,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from baton.context.agent_context import AgentContext
+from baton.context.packages import HandoffPackage
 
 SCHEDULER = "scheduler"
 
@@ -35,6 +37,26 @@ class Prompt(_Message):
     """Start a round with this text; asked, the reply is the final assistant text."""
 
     text: str = Field(min_length=1)
+
+
+class Dispatch(_Message):
+    """The Scheduler's work order to an agent: its task context and the package, if any."""
+
+    scenario: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    agent_context: AgentContext
+    package: HandoffPackage | None = None
+    budget: dict[str, Any] | None = Field(
+        None, description="context budget overrides for this scenario's conversation"
+    )
+
+
+class HandoffDelivered(_Message):
+    """An agent's handoff tool delivered a package; `handoff_id` is stable across retries."""
+
+    scenario: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="the actor that handed off")
+    handoff_id: str = Field(min_length=1)
+    package: HandoffPackage
 
 
 class StartScenario(_Message):

@@ -51,6 +51,10 @@ class ActorRef:
         """Send `message` and wait for the handler's return value (or its error)."""
         return await self._router.ask(self.name, message, timeout=timeout, sender=sender)
 
+    def peer(self, name: str) -> ActorRef:
+        """A ref to another actor of the same runtime, so actors can address each other."""
+        return ActorRef(name, self._router)
+
     @property
     def is_alive(self) -> bool:
         """Whether the actor is currently running."""

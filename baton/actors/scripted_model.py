@@ -156,6 +156,7 @@ class Script(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    format: str | None = Field(None, description="a label naming the file's format version")
     actors: dict[str, ActorScript] = Field(default_factory=dict)
 
     @classmethod

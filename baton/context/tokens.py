@@ -9,6 +9,7 @@ The estimate deliberately errs high (it triggers compaction slightly early, neve
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 # Characters per token for non-CJK text; slightly below the observed ~3.5 so the estimate errs high.
@@ -31,11 +32,18 @@ def _is_cjk(code: int) -> bool:
     )
 
 
+# The same ranges as `_is_cjk`, as one character class: counting runs with the regex engine
+# is ~50x faster than a Python loop per character, and tool results run to tens of KB.
+_CJK_RUNS = re.compile(
+    "[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002fa1f]+"
+)
+
+
 def count_cjk(text: str) -> int:
     """Return how many characters of `text` are CJK."""
     if text.isascii():
         return 0
-    return sum(1 for ch in text if _is_cjk(ord(ch)))
+    return sum(map(len, _CJK_RUNS.findall(text)))
 
 
 def estimate_text_tokens(text: str, chars_per_token: float = ASCII_CHARS_PER_TOKEN) -> int:

@@ -18,6 +18,7 @@ MAX_CACHE_BREAKPOINTS = 4
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 _TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 _ROLES = ("user", "assistant")
+_CACHE_TTLS = ("5m", "1h")
 
 
 def validate_request(
@@ -72,8 +73,29 @@ def _check_scalars(body: Mapping[str, Any], problems: list[str], require_model: 
         problems.append("temperature: must be a number between 0 and 1")
 
 
-def _has_cache(block: Any) -> int:
-    return 1 if isinstance(block, Mapping) and block.get("cache_control") is not None else 0
+def _has_cache(block: Any, where: str = "", problems: list[str] | None = None) -> int:
+    """1 if `block` is a breakpoint (checking its shape), counting text nested in a result."""
+    if not isinstance(block, Mapping):
+        return 0
+    nested = 0
+    if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+        nested = sum(
+            _has_cache(inner, f"{where}.content.{k}", problems)
+            for k, inner in enumerate(block["content"])
+        )
+    control = block.get("cache_control")
+    if control is None:
+        return nested
+    if problems is not None and (
+        not isinstance(control, Mapping)
+        or control.get("type") != "ephemeral"
+        or control.get("ttl", "5m") not in _CACHE_TTLS
+    ):
+        problems.append(
+            f"{where}.cache_control: must be {{'type': 'ephemeral'}} with an optional ttl "
+            "of '5m' or '1h'"
+        )
+    return 1 + nested
 
 
 def _check_text_block(block: Mapping[str, Any], where: str, problems: list[str]) -> None:
@@ -96,7 +118,7 @@ def _check_system(system: Any, problems: list[str]) -> int:
             problems.append(f"system.{i}: only text blocks are allowed in system")
             continue
         _check_text_block(block, f"system.{i}", problems)
-        points += _has_cache(block)
+        points += _has_cache(block, f"system.{i}", problems)
     return points
 
 
@@ -124,7 +146,7 @@ def _check_tools(tools: Any, problems: list[str]) -> int:
         schema = tool.get("input_schema")
         if not isinstance(schema, Mapping) or schema.get("type") != "object":
             problems.append(f"tools.{i}.input_schema: must be a JSON schema with type 'object'")
-        points += _has_cache(tool)
+        points += _has_cache(tool, f"tools.{i}", problems)
     return points
 
 
@@ -169,7 +191,7 @@ def _check_messages(messages: Sequence[Any], problems: list[str], strict: bool) 
         answered = _check_blocks(
             blocks, where=where, role=role, pending=pending, seen_ids=seen_ids, problems=problems
         )
-        points += sum(_has_cache(b) for b in blocks)
+        points += sum(_has_cache(b, f"{where}.content.{j}", problems) for j, b in enumerate(blocks))
         if role == "user":
             missing = pending - answered
             if missing:

@@ -1,6 +1,7 @@
 """The runtime: actor registry, supervision, dead letters, config, logging and the token log."""
 
-from baton.runtime.config import AgentConfig, BatonConfig, load_config, parse_config
+from baton.actors.agent_config import AgentConfig
+from baton.runtime.config import BatonConfig, load_config, parse_config
 from baton.runtime.dead_letters import DeadLetter, DeadLetterLog
 from baton.runtime.logging import configure_logging
 from baton.runtime.runtime import ActorStatus, MailboxFactory, Runtime, memory_mailboxes

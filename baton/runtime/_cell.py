@@ -17,6 +17,7 @@ from baton.errors import (
     HandlerFailedError,
     MailboxClosedError,
     UnhandledMessageError,
+    UsageError,
 )
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
@@ -193,6 +194,12 @@ class ActorCell:
     async def _on_handler_error(self, delivery: Delivery, error: Exception) -> Delivery | None:
         """Supervise one failure; return the delivery to retry, or None when it is settled."""
         envelope = delivery.envelope
+        if isinstance(error, UsageError):
+            # The message is at fault, not the actor: retrying or restarting cannot help.
+            reason = f"refused: {type(error).__name__}: {error}"
+            await self.mailbox.nack(delivery, requeue=False, reason=reason)
+            self._settle(envelope, error=error)
+            return None
         self.failures += 1
         self._failing = True
         log.warning(

@@ -12,16 +12,15 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from baton.actors.agent_config import AgentConfig
 from baton.errors import ConfigError
 
 CONFIG_FILE = "baton.toml"
 ENV_PREFIX = "BATON_"
-
-StrategyName = Literal["summarize", "sliding_window", "extract_state"]
 
 
 class _Strict(BaseModel):
@@ -47,35 +46,6 @@ class RuntimeConfig(_Strict):
 class LogsConfig(_Strict):
     token_log_max_bytes: int = Field(50 * 1024 * 1024, ge=4096)
     token_log_backups: int = Field(5, ge=1)
-
-
-class AgentConfig(_Strict):
-    """One agent actor's model and context budget (seed 000's table)."""
-
-    model: str
-    context_window: int = Field(gt=0)
-    compact_threshold: int = Field(gt=0)
-    keep_recent_steps: int = Field(ge=1)
-    strategy: StrategyName = "summarize"
-    summary_role: Literal["assistant", "system"] = "assistant"
-    max_output_tokens: int = Field(16_000, ge=1)
-    max_steps: int = Field(50, ge=1)
-    load_budget_tokens: int = Field(40_000, ge=1)
-    summary_timeout_s: float = Field(120.0, gt=0)
-    tool_timeout_s: float = Field(60.0, gt=0)
-    max_concurrency: int = Field(4, ge=1)
-    system_prompt: str | None = Field(
-        None, description="workspace-relative path of a system prompt replacing the shipped one"
-    )
-
-    @model_validator(mode="after")
-    def _threshold_inside_window(self) -> Self:
-        if self.compact_threshold >= self.context_window:
-            raise ValueError(
-                f"compact_threshold ({self.compact_threshold}) must be below context_window "
-                f"({self.context_window})"
-            )
-        return self
 
 
 DEFAULT_AGENTS: dict[str, dict[str, Any]] = {

@@ -118,7 +118,9 @@ class TokenLog:
                     token_log._send.close()
         finally:
             if token_log._file is not None:
-                await token_log._file.close()
+                # Shielded: when the block is cancelled the file must still be closed.
+                with anyio.CancelScope(shield=True):
+                    await token_log._file.close()
             for follower in token_log._followers:
                 follower.close()
 

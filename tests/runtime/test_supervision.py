@@ -10,6 +10,7 @@ from anyio.lowlevel import checkpoint
 from pydantic import BaseModel
 
 from baton import Actor, ActorDeadError, HandlerFailedError, Runtime, SupervisorPolicy, handler
+from baton.errors import UsageError
 from baton.mailboxes import Envelope
 
 
@@ -40,6 +41,10 @@ class Work(BaseModel):
 
 class Ping(BaseModel):
     pass
+
+
+class Refuse(BaseModel):
+    n: int
 
 
 class Flaky(Actor):
@@ -205,6 +210,23 @@ async def test_queued_messages_of_a_stopped_actor_are_dead_lettered() -> None:
         d.envelope.payload.n for d in letters if isinstance(d.envelope.payload, Work)
     ]
     assert all("restart intensity exceeded" in d.reason for d in letters)
+
+
+async def test_a_usage_error_is_answered_at_once_without_a_restart() -> None:
+    """A handler refusing a bad request (UsageError) gets no retry: the asker sees that error."""
+
+    class Picky(Flaky):
+        @handler
+        async def refuse(self, msg: Refuse) -> None:
+            raise UsageError(f"bad request {msg.n}")
+
+    time = FakeTime()
+    async with Runtime.open(policy=time.policy()) as rt:
+        await rt.spawn("picky", Picky)
+        with pytest.raises(UsageError, match="bad request 4"):
+            await rt.ask("picky", Refuse(n=4))
+        assert (0, []) == (rt.status()[0].restarts, time.sleeps)
+        assert ["refused: UsageError: bad request 4"] == [d.reason for d in rt.dead_letters]
 
 
 async def test_a_failing_on_failure_hook_does_not_break_supervision() -> None:

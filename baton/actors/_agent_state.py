@@ -1,0 +1,78 @@
+"""An agent's per-conversation state, rebuilt from its journal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from baton.actors.model import ModelResponse
+from baton.context.conversation import Conversation
+from baton.context.records import RECORD_TYPES
+from baton.context.strategy import ContextBudget, ContextStrategy
+
+MAIN = "main"
+
+
+@dataclass
+class ConversationState:
+    """One conversation with its strategy, and what a crash may have left half done.
+
+    `pending_response` is a model reply journaled before its tools finished; `pending_summary`
+    a compaction summary journaled before the compaction was. Both are used instead of a new
+    model call when the actor resumes.
+    """
+
+    id: str
+    conversation: Conversation
+    strategy: ContextStrategy
+    pending_response: ModelResponse | None = None
+    pending_summary: str | None = None
+    turn: int = 0
+    budget: ContextBudget | None = None
+    loaded_tokens: int = 0
+    system_prompt: str | None = None
+
+    @property
+    def scenario(self) -> str | None:
+        return None if self.id == MAIN else self.id
+
+
+def load_state(
+    conversation_id: str,
+    records: Iterable[Mapping[str, Any]],
+    new_strategy: Callable[[ContextBudget | None], ContextStrategy],
+    base_budget: ContextBudget,
+) -> ConversationState:
+    """Replay a journal: conversation records rebuild the conversation; the actor's own
+    `response` / `summary` records are kept only while nothing has superseded them, and a
+    `budget` record gives the conversation its own budget."""
+    conversation = Conversation(id=conversation_id)
+    pending_response: ModelResponse | None = None
+    pending_summary: str | None = None
+    budget: ContextBudget | None = None
+    for record in records:
+        kind = record.get("type")
+        if kind in RECORD_TYPES:
+            conversation.apply(record)
+            if kind == "step":
+                pending_response = None
+            elif kind == "compaction":
+                pending_summary = None
+        elif kind == "response" and record.get("turn") == conversation.next_seq:
+            pending_response = ModelResponse.model_validate(record["response"])
+        elif kind == "summary" and record.get("compaction") == conversation.compactions:
+            pending_summary = str(record["text"])
+        elif kind == "budget":
+            budget = ContextBudget.model_validate(
+                {**base_budget.model_dump(), **record["overrides"]}
+            )
+    return ConversationState(
+        id=conversation_id,
+        conversation=conversation,
+        strategy=new_strategy(budget),
+        budget=budget,
+        pending_response=pending_response,
+        pending_summary=pending_summary,
+        turn=conversation.next_seq,
+    )

@@ -1,0 +1,50 @@
+"""An agent actor's configuration: its model and context budget (seed 000's table).
+
+It lives with the actors that use it; `baton.toml`'s `[actors.<name>]` tables are parsed into
+it by the runtime's config loader.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+StrategyName = Literal["summarize", "sliding_window", "extract_state"]
+
+
+class TokenSink(Protocol):
+    """Where an agent's token-log events go (the runtime's `TokenLog`)."""
+
+    def emit(self, event: str, **fields: Any) -> None: ...
+
+
+class AgentConfig(BaseModel):
+    """One agent actor's model and context budget (seed 000's table)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    context_window: int = Field(gt=0)
+    compact_threshold: int = Field(gt=0)
+    keep_recent_steps: int = Field(ge=1)
+    strategy: StrategyName = "summarize"
+    summary_role: Literal["assistant", "system"] = "assistant"
+    max_output_tokens: int = Field(16_000, ge=1)
+    max_steps: int = Field(50, ge=1)
+    load_budget_tokens: int = Field(40_000, ge=1)
+    summary_timeout_s: float = Field(120.0, gt=0)
+    tool_timeout_s: float = Field(60.0, gt=0)
+    max_concurrency: int = Field(4, ge=1)
+    system_prompt: str | None = Field(
+        None, description="workspace-relative path of a system prompt replacing the shipped one"
+    )
+
+    @model_validator(mode="after")
+    def _threshold_inside_window(self) -> Self:
+        if self.compact_threshold >= self.context_window:
+            raise ValueError(
+                f"compact_threshold ({self.compact_threshold}) must be below context_window "
+                f"({self.context_window})"
+            )
+        return self

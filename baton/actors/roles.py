@@ -1,0 +1,107 @@
+"""The built-in agents: Init and Execute (seed 000's table), each a configured `AgentActor`.
+
+A role decides the shipped system prompt (package data under `baton/actors/prompts/`,
+replaceable per workspace with `system_prompt = "path"` in its config), the tools, and the
+summary schema its compactions produce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from baton.actors.agent import AgentActor, AgentSetup, ToolHooks
+from baton.actors.agent_config import AgentConfig, TokenSink
+from baton.actors.journal import JournalStore
+from baton.actors.model import Model
+from baton.actors.tools import (
+    Sandbox,
+    Tool,
+    Toolbox,
+    complete_scenario,
+    file_tools,
+    handoff_to_execute,
+    return_to_init,
+)
+from baton.errors import ConfigError
+
+INIT = "init"
+EXECUTE = "execute"
+SCHEDULER = "scheduler"
+
+_HANDOFF_TOOLS: dict[str, tuple[Callable[..., Tool[Any]], ...]] = {
+    INIT: (handoff_to_execute,),
+    EXECUTE: (return_to_init, complete_scenario),
+    SCHEDULER: (),
+}
+
+
+def shipped_prompt(role: str) -> str:
+    """The system prompt baton ships for `role` (`init`, `execute`, `scheduler`)."""
+    resource = resources.files("baton.actors.prompts").joinpath(f"{role}.md")
+    if not resource.is_file():
+        raise ConfigError(f"no shipped system prompt for role {role!r}; set system_prompt")
+    return resource.read_text(encoding="utf-8")
+
+
+def system_prompt(role: str, config: AgentConfig, workspace: Path | None) -> str:
+    """The role's prompt, or the workspace file its config names instead."""
+    if config.system_prompt is None:
+        return shipped_prompt(role)
+    if workspace is None:
+        raise ConfigError(f"{role}: system_prompt needs a workspace to resolve its path")
+    path = workspace / config.system_prompt
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{role}: cannot read system_prompt {path}: {exc.strerror}") from None
+
+
+def role_toolbox(role: str, workspace: Path, config: AgentConfig) -> Callable[[ToolHooks], Toolbox]:
+    """Builds the role's toolbox once the actor supplies its handoff hooks."""
+    sandbox = Sandbox(workspace)
+    handoffs = _HANDOFF_TOOLS.get(role, ())
+
+    def build(hooks: ToolHooks) -> Toolbox:
+        tools: list[Tool[Any]] = [] if role == SCHEDULER else file_tools(sandbox)
+        tools += [
+            make(sandbox, deliver=hooks.deliver, register_paths=hooks.register_paths)
+            for make in handoffs
+        ]
+        return Toolbox(tools, timeout=config.tool_timeout_s)
+
+    return build
+
+
+def agent_setup(
+    role: str,
+    config: AgentConfig,
+    *,
+    workspace: Path,
+    model: Model,
+    journal: JournalStore,
+    token_log: TokenSink,
+    handoff_to: str = SCHEDULER,
+) -> AgentSetup:
+    """Everything an `AgentActor` of `role` needs, from its config and the workspace."""
+    return AgentSetup(
+        role=role,
+        config=config,
+        model=model,
+        system_prompt=system_prompt(role, config, workspace),
+        journal=journal,
+        token_log=token_log,
+        tools=role_toolbox(role, workspace, config),
+        handoff_to=handoff_to,
+        workspace=workspace,
+    )
+
+
+class InitActor(AgentActor):
+    """The Init Agent: designs the scenario (Layer 1) and revises it on Execute's feedback."""
+
+
+class ExecuteActor(AgentActor):
+    """The Execute Agent: builds, runs and evaluates iterations (Layers 2-4)."""

@@ -1,0 +1,336 @@
+"""`SchedulerActor`: moves each scenario between Init and Execute, under HITL-1 and the policy.
+
+Per scenario: designing → awaiting_approval → executing → returned_to_init → designing … →
+completed | failed | stopped, persisted after every transition. Before each dispatch the
+Scheduler's own model writes the task summary the agent reads first; those calls run in the
+scenario's conversation of the Scheduler, so its context has a budget and compacts too.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import structlog
+
+from baton.actors.actor import handler
+from baton.actors.agent import AgentActor, AgentSetup
+from baton.actors.messages import (
+    Approve,
+    Dispatch,
+    HandoffDelivered,
+    Reject,
+    ScenarioQuery,
+    ScenarioState,
+    StartScenario,
+)
+from baton.actors.roles import EXECUTE, INIT
+from baton.actors.scenario import (
+    PendingHandoff,
+    ScenarioConfig,
+    ScenarioRecord,
+    ScenarioStore,
+    load_scenario,
+)
+from baton.actors.scheduling_policy import Decision, decide
+from baton.context.agent_context import AgentContext
+from baton.context.artifacts import ArtifactStore, FailureSummary, Layer1ProblemsReport
+from baton.context.packages import (
+    ExecuteToInitContext,
+    HandoffPackage,
+    InitToExecuteContext,
+    ScenarioCompletion,
+)
+from baton.context.tokens import estimate_json_tokens
+from baton.errors import BatonError, UsageError
+
+log = structlog.get_logger(__name__)
+
+_ITERATION = re.compile(r"iteration_(\d+)")
+
+
+def iteration_of(execution_output_dir: str) -> int:
+    """The N of `.../iteration_N` (0 when the path names none)."""
+    found = _ITERATION.search(execution_output_dir)
+    return int(found.group(1)) if found else 0
+
+
+def _join(directory: str, relative: str) -> str:
+    return str(PurePosixPath(directory) / relative)
+
+
+class SchedulerActor(AgentActor):
+    """The Scheduler: one state machine per scenario; dispatches to `init` and `execute`."""
+
+    def __init__(self, setup: AgentSetup, workspace: Path) -> None:
+        super().__init__(setup)
+        self.workspace = workspace
+        self.store = ScenarioStore(workspace)
+        self.artifacts = ArtifactStore(workspace)
+        self.records: dict[str, ScenarioRecord] = {}
+
+    async def on_start(self) -> None:
+        await super().on_start()
+        self.records = await self.store.load_all()
+
+    # --- requests from people (CLI, API) ------------------------------------------------------
+
+    @handler
+    async def start(self, message: StartScenario) -> ScenarioState:
+        """Start a scenario, or report it if it is already active (nothing starts twice)."""
+        existing = self.records.get(message.scenario)
+        if existing is not None and existing.active:
+            return existing.state()
+        config = await self._scenario_config(message)
+        record = ScenarioRecord(
+            scenario=message.scenario,
+            requirement=message.requirement or config.requirement,
+            config=config,
+        )
+        record.note("submitted", requirement=record.requirement)
+        self.records[record.scenario] = record
+        await self._dispatch(record, INIT, None, "a new scenario: design it from the requirement")
+        return record.state(started=True)
+
+    @handler
+    async def approve(self, message: Approve) -> ScenarioState:
+        """HITL-1: let the pending Init → Execute handoff through."""
+        record = self._awaiting(message.scenario)
+        assert record.pending is not None
+        pending, record.pending = record.pending, None
+        record.note("approved", handoff_id=pending.handoff_id)
+        await self._to_execute(record, pending.package, "the design was approved: execute it")
+        return record.state()
+
+    @handler
+    async def reject(self, message: Reject) -> ScenarioState:
+        """HITL-1: send the design back to Init with the reviewer's reason."""
+        record = self._awaiting(message.scenario)
+        record.pending = None
+        record.reason = message.reason
+        record.note("rejected", reason=message.reason)
+        record.phase = "designing"
+        await self._dispatch(
+            record,
+            INIT,
+            None,
+            f"the reviewer rejected the design: {message.reason}",
+            metadata={"rejection_reason": message.reason},
+        )
+        return record.state()
+
+    @handler
+    async def query(self, message: ScenarioQuery) -> ScenarioState | list[ScenarioState]:
+        """One scenario's state, or every scenario's when none is named."""
+        if message.scenario is None:
+            return [record.state() for record in self.records.values()]
+        record = self.records.get(message.scenario)
+        if record is None:
+            raise UsageError(f"no scenario {message.scenario!r}; submit it first")
+        return record.state()
+
+    # --- handoffs from agents -------------------------------------------------------------------
+
+    @handler
+    async def delivered(self, message: HandoffDelivered) -> None:
+        """Apply an agent's handoff once (a re-sent one, after a crash, is recognised)."""
+        record = self.records.get(message.scenario)
+        if record is None:
+            raise UsageError(f"handoff for unknown scenario {message.scenario!r}")
+        if message.handoff_id in record.applied_handoffs:
+            log.info("scheduler.duplicate_handoff", handoff_id=message.handoff_id)
+            return
+        record.applied_handoffs.append(message.handoff_id)
+        package = message.package
+        self._emit_handoff(
+            "handoff.received", package, source=message.source, target=self.actor_name
+        )
+        if isinstance(package, InitToExecuteContext):
+            await self._on_design(record, message.handoff_id, package)
+        elif isinstance(package, ExecuteToInitContext | ScenarioCompletion):
+            await self._on_iteration(record, package, package.execution_output_dir)
+
+    async def _on_design(
+        self, record: ScenarioRecord, handoff_id: str, package: InitToExecuteContext
+    ) -> None:
+        record.findings = self._merged(record, {"design": package.design_artifacts}, INIT)
+        if package.design_rationale:
+            record.findings = self._merged(
+                record, {"design_rationale": package.design_rationale}, INIT
+            )
+        record.note("design_handed_off", artifacts=sorted(package.design_artifacts.values()))
+        if record.config.auto_approve:
+            await self._to_execute(
+                record, package, "the design is ready (auto-approved): execute it"
+            )
+            return
+        record.phase = "awaiting_approval"
+        record.pending = PendingHandoff(handoff_id=handoff_id, package=package)
+        await self.store.save(record)
+        log.info("scheduler.awaiting_approval", scenario=record.scenario)
+
+    async def _on_iteration(
+        self, record: ScenarioRecord, package: HandoffPackage, output_dir: str
+    ) -> None:
+        record.iteration = max(record.iteration, iteration_of(output_dir))
+        summary, report, report_path = await self._iteration_reports(package, output_dir)
+        record.last_report = report_path
+        decision = decide(
+            record.config.policy, iteration=record.iteration, summary=summary, report=report
+        )
+        record.note(
+            "iteration_done",
+            iteration=record.iteration,
+            success_rate=decision.success_rate,
+            critical_share=decision.critical_share,
+            verdict=decision.verdict,
+        )
+        record.findings = self._merged(record, self._iteration_findings(package, decision), EXECUTE)
+        if decision.verdict == "complete":
+            await self._finish(record, "completed", decision.reason)
+        elif decision.verdict == "fail":
+            await self._finish(record, "failed", f"{decision.reason}; last report: {report_path}")
+        elif decision.verdict == "return_to_init" or isinstance(package, ExecuteToInitContext):
+            record.phase = "returned_to_init"
+            await self._dispatch(record, INIT, package, decision.reason)
+        else:
+            await self._dispatch(record, EXECUTE, record.last_package, decision.reason)
+
+    async def _iteration_reports(
+        self, package: HandoffPackage, output_dir: str
+    ) -> tuple[FailureSummary | None, Layer1ProblemsReport | None, str | None]:
+        report_rel = None
+        if isinstance(package, ExecuteToInitContext):
+            report_rel = package.layer1_problems_report_path
+        elif isinstance(package, ScenarioCompletion):
+            report_rel = package.report_paths.get("layer1_problems_report")
+        report_path: str | None = _join(output_dir, report_rel or "layer1_problems_report.json")
+        summary_path = _join(output_dir, "failure_summary.json")
+        summary = report = None
+        try:
+            summary = await self.artifacts.read_failure_summary(summary_path)
+        except (BatonError, OSError) as exc:
+            log.warning("scheduler.no_failure_summary", path=summary_path, error=str(exc))
+        try:
+            report = await self.artifacts.read_report(str(report_path))
+        except (BatonError, OSError) as exc:
+            log.warning("scheduler.no_report", path=report_path, error=str(exc))
+            report_path = None
+        return summary, report, report_path
+
+    @staticmethod
+    def _iteration_findings(package: HandoffPackage, decision: Decision) -> dict[str, Any]:
+        findings: dict[str, Any] = {
+            "success_rate": decision.success_rate,
+            "critical_share": decision.critical_share,
+            "verdict": decision.reason,
+        }
+        if isinstance(package, ExecuteToInitContext):
+            findings["trigger_reason"] = package.trigger_reason
+            findings["modification_suggestions"] = package.modification_suggestions_summary
+            findings["failed_samples"] = [s.get("sample_id") for s in package.failure_samples_index]
+        return {"last_iteration": findings}
+
+    # --- moving work ------------------------------------------------------------------------------
+
+    async def _to_execute(self, record: ScenarioRecord, package: HandoffPackage, why: str) -> None:
+        record.phase = "executing"
+        record.last_package = package
+        await self._dispatch(record, EXECUTE, package, why)
+
+    async def _dispatch(
+        self,
+        record: ScenarioRecord,
+        agent: str,
+        package: HandoffPackage | None,
+        why: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        record.reason = why
+        context = AgentContext(
+            task_summary=await self._task_summary(record, agent, package, why),
+            relevant_history=list(record.history[-10:]),
+            shared_findings=dict(record.findings),
+            metadata={
+                "scenario": record.scenario,
+                "requirement": record.requirement,
+                "phase": record.phase,
+                "iteration": record.iteration,
+                "dispatched_by": self.actor_name,
+                **(metadata or {}),
+            },
+        )
+        record.note("dispatched", to=agent, why=why)
+        await self.store.save(record)
+        await self.actor_ref.peer(agent).tell(
+            Dispatch(
+                scenario=record.scenario,
+                agent_context=context,
+                package=package,
+                budget=record.config.actors.get(agent),
+            ),
+            sender=self.actor_name,
+        )
+        if package is not None:
+            self._emit_handoff("handoff.sent", package, source=self.actor_name, target=agent)
+
+    async def _task_summary(
+        self, record: ScenarioRecord, agent: str, package: HandoffPackage | None, why: str
+    ) -> str:
+        lines = [
+            f"Write the task summary for the {agent} agent.",
+            f"Scenario: {record.scenario}. Requirement: {record.requirement}.",
+            f"Reason for this dispatch: {why}.",
+            f"Iteration so far: {record.iteration}.",
+        ]
+        if package is not None:
+            lines.append(f"Package ({package.handoff_type}): {package.model_dump_json()}")
+        if record.findings:
+            lines.append(f"Findings so far: {record.findings}")
+        return await self._run_round(record.scenario, "\n".join(lines))
+
+    async def _finish(self, record: ScenarioRecord, phase: Any, reason: str) -> None:
+        record.phase = phase
+        record.reason = reason
+        record.pending = None
+        record.note(phase, reason=reason)
+        await self.store.save(record)
+        log.info("scheduler.scenario_ended", scenario=record.scenario, phase=phase, reason=reason)
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _awaiting(self, scenario: str) -> ScenarioRecord:
+        record = self.records.get(scenario)
+        if record is None:
+            raise UsageError(f"no scenario {scenario!r}; submit it first")
+        if record.phase != "awaiting_approval" or record.pending is None:
+            raise UsageError(
+                f"scenario {scenario!r} has no handoff awaiting approval (it is {record.phase})"
+            )
+        return record
+
+    async def _scenario_config(self, message: StartScenario) -> ScenarioConfig:
+        try:
+            return load_scenario(self.workspace, message.scenario)
+        except UsageError:
+            if message.requirement is None:
+                raise
+            return ScenarioConfig(name=message.scenario, requirement=message.requirement)
+
+    @staticmethod
+    def _merged(record: ScenarioRecord, findings: dict[str, Any], source: str) -> dict[str, Any]:
+        context = AgentContext(task_summary="-", shared_findings=record.findings)
+        return dict(context.merge_findings(findings, source=source).shared_findings)
+
+    def _emit_handoff(
+        self, event: str, package: HandoffPackage, *, source: str, target: str
+    ) -> None:
+        self.setup.token_log.emit(
+            event,
+            handoff_type=package.handoff_type,
+            **{"from": source},
+            to=target,
+            package_tokens=estimate_json_tokens(package.model_dump(mode="json")),
+        )

@@ -1,0 +1,324 @@
+"""The `Conversation`: rounds of steps, a carried summary, the key-fact ledger, the account.
+
+Every change goes through a record (`records.py`): `start_round`, `append_step`,
+`register_facts` and a strategy's `compact` each build one and `apply` it, and return it
+for the actor to journal. `Conversation.replay(records)` applies the same records to a new
+conversation, so a restart rebuilds exactly what was there, compactions included.
+
+Each step is rendered and estimated once, when it arrives, and kept beside the model
+(`entries`); strategies compose payloads from those pieces and the account tracks the
+context size, so no per-turn operation walks the whole history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from baton.context.accounting import TokenAccount
+from baton.context.events import CompactionMode
+from baton.context.ledger import KeyFact, KeyFactLedger, path_facts
+from baton.context.payload import Message
+from baton.context.records import (
+    Compaction,
+    FactsRegistered,
+    RoundStarted,
+    StepAppended,
+    parse_record,
+)
+from baton.context.steps import (
+    Round,
+    Step,
+    build_step,
+    render_assistant,
+    render_last_text,
+    render_results,
+    render_user,
+)
+from baton.context.tokens import estimate_message_tokens
+from baton.context.truncation import truncate_step
+from baton.context.usage import Usage
+from baton.errors import UsageError
+
+
+@dataclass(slots=True)
+class StepEntry:
+    """A step with its rendered messages and their raw token estimates, computed once."""
+
+    step: Step
+    round_index: int
+    assistant: Message | None
+    assistant_tokens: int
+    results: Message | None
+    results_tokens: int
+    last_text: Message | None
+    last_text_tokens: int
+
+    @property
+    def whole_tokens(self) -> int:
+        """Raw estimate of the step shown whole (assistant message and results)."""
+        return self.assistant_tokens + self.results_tokens
+
+
+@dataclass(slots=True)
+class RoundEntry:
+    """A round's user input, rendered and estimated once."""
+
+    message: Message
+    tokens: int
+
+
+def _tokens(message: Message | None) -> int:
+    return estimate_message_tokens(message) if message is not None else 0
+
+
+def step_entry(step: Step, round_index: int) -> StepEntry:
+    """Render and estimate `step` once."""
+    assistant = render_assistant(step)
+    results = render_results(step)
+    last_text = render_last_text(step)
+    return StepEntry(
+        step=step,
+        round_index=round_index,
+        assistant=assistant,
+        assistant_tokens=_tokens(assistant),
+        results=results,
+        results_tokens=_tokens(results),
+        last_text=last_text,
+        last_text_tokens=_tokens(last_text),
+    )
+
+
+class CarriedSummary(BaseModel):
+    """What a compaction left in place of the older history."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = Field(min_length=1)
+    prompt: str | None = None
+    mode: CompactionMode
+    strategy: str
+
+
+class Conversation(BaseModel):
+    """An agent's conversation: its rounds, carried summary and key facts (JSON-serialisable).
+
+    `model_dump_json()` is a whole snapshot; journaling the records returned by each mutation
+    is the step-by-step alternative (`replay`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = "main"
+    rounds: list[Round] = Field(default_factory=list)
+    summary: CarriedSummary | None = None
+    facts: list[KeyFact] = Field(default_factory=list)
+    next_seq: int = Field(0, ge=0, description="seq of the next step")
+    next_round: int = Field(0, ge=0, description="seq of the next round")
+    compactions: int = Field(0, ge=0)
+    steps_since_compaction: int = Field(0, ge=0)
+
+    _entries: list[StepEntry] = PrivateAttr(default_factory=list)
+    _round_entries: list[RoundEntry] = PrivateAttr(default_factory=list)
+    _ledger: KeyFactLedger = PrivateAttr(default_factory=KeyFactLedger)
+    _account: TokenAccount = PrivateAttr(default_factory=TokenAccount)
+    _tool_ids: set[str] = PrivateAttr(default_factory=set)
+    _revision: int = PrivateAttr(0)
+
+    def model_post_init(self, __context: Any) -> None:
+        self._ledger = KeyFactLedger(self.facts)
+        self._reindex()
+        for entry in self._round_entries:
+            self._account.add(entry.tokens)
+        for step_entry in self._entries:
+            self._account.add(step_entry.whole_tokens)
+
+    # --- reading ------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> Sequence[StepEntry]:
+        """The held steps, oldest first, with their rendered messages (for strategies)."""
+        return self._entries
+
+    @property
+    def round_entries(self) -> Sequence[RoundEntry]:
+        """The held rounds' rendered inputs, aligned with `rounds` (for strategies)."""
+        return self._round_entries
+
+    @property
+    def ledger(self) -> KeyFactLedger:
+        """The key facts registered so far."""
+        return self._ledger
+
+    @property
+    def account(self) -> TokenAccount:
+        """The running token account of this conversation."""
+        return self._account
+
+    @property
+    def context_tokens(self) -> int:
+        """The current context size (seed 002): last usage plus calibrated additions."""
+        return self._account.context_tokens
+
+    @property
+    def revision(self) -> int:
+        """Changes whenever steps are removed or rewritten (a compaction, a reload)."""
+        return self._revision
+
+    @property
+    def last_step(self) -> Step | None:
+        """The newest step, if any."""
+        return self._entries[-1].step if self._entries else None
+
+    @property
+    def awaiting_reply(self) -> bool:
+        """Whether the next move is the model's: a fresh round, or tool results to read."""
+        if not self.rounds:
+            return False
+        steps = self.rounds[-1].steps
+        return not steps or steps[-1].has_tool_use
+
+    # --- changing (each returns the record to journal) -----------------------------------
+
+    def start_round(self, text: str) -> RoundStarted:
+        """Open a round with user input `text` (a prompt or a rendered handoff package)."""
+        if not text.strip():
+            raise UsageError("a round needs a non-empty user input")
+        record = RoundStarted(round=self.next_round, text=text)
+        self.apply(record)
+        return record
+
+    def append_step(
+        self,
+        content: Sequence[Mapping[str, Any] | BaseModel],
+        results: Sequence[Mapping[str, Any] | BaseModel] = (),
+        usage: Usage | Mapping[str, int] | None = None,
+        *,
+        stop_reason: str | None = None,
+    ) -> StepAppended:
+        """Add the model's answer (`content` blocks), its tool results and the call's usage."""
+        record = StepAppended(step=build_step(self.next_seq, content, results, usage, stop_reason))
+        self.apply(record)
+        return record
+
+    def register_facts(self, facts: Iterable[KeyFact]) -> FactsRegistered | None:
+        """Add facts to the ledger; the record to journal, or None if none was new."""
+        known = {(fact.kind, fact.value) for fact in self.facts}
+        new = []
+        for fact in facts:
+            if (fact.kind, fact.value) not in known:
+                known.add((fact.kind, fact.value))
+                new.append(fact)
+        if not new:
+            return None
+        record = FactsRegistered(facts=new)
+        self.apply(record)
+        return record
+
+    def register_paths(
+        self, paths: Iterable[str], *, source: str | None = None
+    ) -> FactsRegistered | None:
+        """Register paths (e.g. a handoff package's, a written file) in the ledger."""
+        return self.register_facts(path_facts(paths, source=source))
+
+    def apply(self, record: Any) -> None:
+        """Apply one record (a model or its journal dict); `UsageError` if it does not fit."""
+        parsed = parse_record(record)
+        if isinstance(parsed, RoundStarted):
+            self._apply_round(parsed)
+        elif isinstance(parsed, StepAppended):
+            self._apply_step(parsed.step)
+        elif isinstance(parsed, FactsRegistered):
+            self._apply_facts(parsed.facts)
+        else:
+            self._apply_compaction(parsed)
+
+    @classmethod
+    def replay(cls, records: Iterable[Any], conversation_id: str = "main") -> Conversation:
+        """A conversation rebuilt from its journal records, in order."""
+        conversation = cls(id=conversation_id)
+        for record in records:
+            conversation.apply(record)
+        return conversation
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _apply_round(self, record: RoundStarted) -> None:
+        if record.round != self.next_round:
+            raise UsageError(f"round {record.round} out of order: expected {self.next_round}")
+        self.rounds.append(Round(seq=record.round, user=record.text))
+        message = render_user(record.text)
+        entry = RoundEntry(message, estimate_message_tokens(message))
+        self._round_entries.append(entry)
+        self._account.add(entry.tokens)
+        self.next_round += 1
+
+    def _apply_step(self, step: Step) -> None:
+        if not self.rounds:
+            raise UsageError("a step needs a round: start_round first")
+        if step.seq != self.next_seq:
+            raise UsageError(f"step {step.seq} out of order: expected {self.next_seq}")
+        reused = {use.id for use in step.tool_uses} & self._tool_ids
+        if reused:
+            raise UsageError(f"tool_use ids already used in this conversation: {sorted(reused)}")
+        self._tool_ids.update(use.id for use in step.tool_uses)
+        self.rounds[-1].steps.append(step)
+        entry = step_entry(step, len(self.rounds) - 1)
+        self._entries.append(entry)
+        if step.usage is not None:
+            self._account.observe(step.usage)
+            self._account.add(entry.results_tokens)
+        else:
+            self._account.add(entry.whole_tokens)
+        self.next_seq += 1
+        self.steps_since_compaction += 1
+
+    def _apply_facts(self, facts: list[KeyFact]) -> None:
+        self.facts.extend(self._ledger.add(facts))
+
+    def _apply_compaction(self, record: Compaction) -> None:
+        first = record.first_kept_seq
+        if first > self.next_seq:
+            raise UsageError(f"compaction keeps from step {first}, beyond this conversation")
+        rounds: list[Round] = []
+        spec = record.truncation
+        cut = set(record.truncated)
+        kept_any = False
+        for index, round_ in enumerate(self.rounds):
+            steps = [s for s in round_.steps if s.seq >= first]
+            is_last = index == len(self.rounds) - 1
+            if not steps and not kept_any and not is_last:
+                continue
+            if steps:
+                kept_any = True
+            if cut:
+                steps = [truncate_step(s, spec, cut)[0] for s in steps]
+            rounds.append(Round(seq=round_.seq, user=round_.user, steps=steps))
+        self.rounds = rounds
+        if record.summary is not None:
+            self.summary = CarriedSummary(
+                text=record.summary,
+                prompt=record.prompt,
+                mode=record.mode,
+                strategy=record.strategy,
+            )
+        self.compactions += 1
+        self.steps_since_compaction = 0
+        self._reindex()
+        self._account.reset(record.tokens_after)
+
+    def _reindex(self) -> None:
+        self._entries = [
+            step_entry(step, index)
+            for index, round_ in enumerate(self.rounds)
+            for step in round_.steps
+        ]
+        self._round_entries = []
+        for round_ in self.rounds:
+            message = render_user(round_.user)
+            self._round_entries.append(RoundEntry(message, estimate_message_tokens(message)))
+        self._tool_ids = {use.id for entry in self._entries for use in entry.step.tool_uses}
+        self._revision += 1

@@ -1,0 +1,218 @@
+"""Rounds and steps (DESIGN §3) as pydantic models, and how one step renders to messages.
+
+A `Step` is one assistant message plus the `tool_result` blocks answering its `tool_use`
+blocks, plus the usage of the call that produced it. The seeds write those results as
+`role: "tool"`; here they are `tool_result` blocks at the head of a `user` message, which is
+the only shape the Messages API accepts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from baton.context.payload import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from baton.context.usage import Usage
+from baton.errors import UsageError
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class TextContent(_Block):
+    """A text block of an assistant message (or inside a tool result)."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ToolUseContent(_Block):
+    """A tool call the model made."""
+
+    type: Literal["tool_use"] = "tool_use"
+    id: str = Field(pattern=r"^[a-zA-Z0-9_-]+$")
+    name: str = Field(min_length=1)
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultContent(_Block):
+    """The answer to one `tool_use`: text (or text blocks), flagged when the tool failed."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str | list[TextContent] = ""
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The result as one string, whatever shape it was given in."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(block.text for block in self.content)
+
+
+AssistantContent = Annotated[TextContent | ToolUseContent, Field(discriminator="type")]
+
+
+class Step(BaseModel):
+    """One model call's answer: the assistant blocks, the tool results, the call's usage."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int = Field(ge=0, description="position in the conversation, counted from 0, never reused")
+    content: list[AssistantContent] = Field(default_factory=list)
+    results: list[ToolResultContent] = Field(default_factory=list)
+    usage: Usage | None = None
+    stop_reason: str | None = None
+
+    @property
+    def tool_uses(self) -> list[ToolUseContent]:
+        """The tool calls of this step, in order."""
+        return [block for block in self.content if isinstance(block, ToolUseContent)]
+
+    @property
+    def has_tool_use(self) -> bool:
+        """Whether the model asked for tools, so the round goes on after this step."""
+        return any(isinstance(block, ToolUseContent) for block in self.content)
+
+    @property
+    def text(self) -> str:
+        """The assistant's text in this step (empty when it only called tools)."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+class Round(BaseModel):
+    """One user input and the steps the model took to answer it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = Field(ge=0)
+    user: str = Field(min_length=1)
+    steps: list[Step] = Field(default_factory=list)
+
+
+def _clean_text_blocks(blocks: Iterable[Any]) -> list[Any]:
+    # The API rejects empty text blocks, and a model may well return one; drop them on entry
+    # so no payload built later can carry one.
+    return [b for b in blocks if not _is_blank_text(b)]
+
+
+def _is_blank_text(block: Any) -> bool:
+    return (
+        isinstance(block, Mapping)
+        and block.get("type") == "text"
+        and not str(block.get("text", "")).strip()
+    )
+
+
+def _as_dict(block: Any) -> Any:
+    if isinstance(block, BaseModel):
+        return block.model_dump()
+    return block
+
+
+def build_step(
+    seq: int,
+    content: Sequence[Mapping[str, Any] | BaseModel],
+    results: Sequence[Mapping[str, Any] | BaseModel] = (),
+    usage: Usage | Mapping[str, int] | None = None,
+    stop_reason: str | None = None,
+) -> Step:
+    """Validate a model answer and its tool results into a `Step`.
+
+    Empty text blocks are dropped (the API would refuse them later); every `tool_use` must be
+    answered exactly once and every result must answer a `tool_use` of this step, otherwise
+    `UsageError` says which id is wrong.
+    """
+    raw_results = []
+    for given in results:
+        result = _as_dict(given)
+        if isinstance(result, Mapping) and isinstance(result.get("content"), list):
+            result = {**result, "content": _clean_text_blocks(result["content"])}
+        raw_results.append(result)
+    try:
+        step = Step.model_validate(
+            {
+                "seq": seq,
+                "content": _clean_text_blocks(_as_dict(b) for b in content),
+                "results": raw_results,
+                "usage": usage,
+                "stop_reason": stop_reason,
+            }
+        )
+    except ValidationError as exc:
+        raise UsageError(f"invalid step: {exc.errors(include_url=False)}") from None
+    _check_answers(step)
+    return step
+
+
+def _check_answers(step: Step) -> None:
+    asked = [use.id for use in step.tool_uses]
+    if len(set(asked)) != len(asked):
+        raise UsageError(f"step {step.seq}: tool_use ids repeat within the step: {asked}")
+    answered = [result.tool_use_id for result in step.results]
+    if sorted(asked) != sorted(answered):
+        raise UsageError(
+            f"step {step.seq}: tool results must answer each tool_use exactly once "
+            f"(tool_use ids {asked}, tool_result ids {answered})"
+        )
+
+
+def render_text(text: str) -> TextBlock:
+    """One text block."""
+    return {"type": "text", "text": text}
+
+
+def render_user(text: str) -> Message:
+    """A user turn holding one text block."""
+    return {"role": "user", "content": [render_text(text)]}
+
+
+def render_assistant(step: Step) -> Message | None:
+    """The step's assistant message, or None when the model returned no block at all."""
+    blocks: list[TextBlock | ToolUseBlock] = []
+    for block in step.content:
+        if isinstance(block, TextContent):
+            blocks.append(render_text(block.text))
+        else:
+            blocks.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            )
+    if not blocks:
+        return None
+    return {"role": "assistant", "content": list(blocks)}
+
+
+def render_result(result: ToolResultContent) -> ToolResultBlock:
+    """One `tool_result` block."""
+    content: str | list[TextBlock]
+    if isinstance(result.content, str):
+        content = result.content
+    else:
+        content = [render_text(block.text) for block in result.content]
+    block: ToolResultBlock = {
+        "type": "tool_result",
+        "tool_use_id": result.tool_use_id,
+        "content": content,
+    }
+    if result.is_error:
+        block["is_error"] = True
+    return block
+
+
+def render_results(step: Step) -> Message | None:
+    """The user message carrying the step's tool results, or None when it called no tool."""
+    if not step.results:
+        return None
+    return {"role": "user", "content": [render_result(r) for r in step.results]}
+
+
+def render_last_text(step: Step) -> Message | None:
+    """The step's text alone, as an assistant message: how a round looks in history."""
+    texts = [render_text(b.text) for b in step.content if isinstance(b, TextContent)]
+    if not texts:
+        return None
+    return {"role": "assistant", "content": list(texts)}

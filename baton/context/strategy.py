@@ -1,0 +1,142 @@
+"""The `ContextStrategy` protocol, the budget it works within, and what it is given.
+
+The agent loop, per round:
+
+    payload = strategy.compose_payload(system, tools, conversation)
+    response = await model.create(payload)
+    conversation.append_step(response.content, tool_results, response.usage)   # journal it
+    strategy.on_turn_complete(conversation)
+    if strategy.should_compact(conversation, budget):
+        compaction = await strategy.compact(conversation, summarize)           # journal it
+
+`summarize` is the actor's: it sends the compaction payload to the model and returns the
+text. `compact` applies the compaction to the conversation itself and reports events through
+the sink the strategy was built with.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, Protocol, Self, runtime_checkable
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from baton.context.conversation import Conversation
+from baton.context.payload import Payload, TextBlock, ToolSpec
+from baton.context.records import Compaction
+from baton.context.truncation import TRUNCATE_KEEP_CHARS, TRUNCATE_OVER_CHARS, TruncationSpec
+
+Summarizer = Callable[[Payload], Awaitable[str]]
+"""Sends the compaction payload to the model and returns its text."""
+
+SystemPrompt = str | Sequence[TextBlock] | None
+
+SEED_BUDGETS: dict[str, dict[str, int]] = {
+    "init": {"context_window": 200_000, "compact_threshold": 150_000, "keep_recent_steps": 3},
+    "execute": {"context_window": 1_000_000, "compact_threshold": 700_000, "keep_recent_steps": 5},
+    "scheduler": {"context_window": 200_000, "compact_threshold": 150_000, "keep_recent_steps": 3},
+}
+"""Seed 000's table (and the Scheduler's row from DESIGN §7)."""
+
+
+class ContextBudget(BaseModel):
+    """How much context an agent may use and how it compacts (field names match the config).
+
+    Build it from an actor's config with `ContextBudget.model_validate(agent_config,
+    from_attributes=True)`, or from seed 000's table with `ContextBudget.for_agent("init")`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore", from_attributes=True)
+
+    context_window: int = Field(200_000, gt=0)
+    compact_threshold: int = Field(150_000, gt=0)
+    keep_recent_steps: int = Field(3, ge=1)
+    max_output_tokens: int = Field(16_000, ge=1)
+    summary_role: Literal["assistant", "system"] = "assistant"
+    summary_timeout_s: float = Field(120.0, gt=0)
+    summary_max_tokens: int = Field(4000, ge=1)
+    compact_margin: float = Field(
+        0.1, ge=0, lt=1, description="a compaction must land below threshold x (1 - margin)"
+    )
+    truncate_over_chars: int = Field(TRUNCATE_OVER_CHARS, ge=1)
+    truncate_keep_chars: int = Field(TRUNCATE_KEEP_CHARS, ge=0)
+
+    @model_validator(mode="after")
+    def _threshold_inside_window(self) -> Self:
+        if self.compact_threshold >= self.context_window:
+            raise ValueError(
+                f"compact_threshold ({self.compact_threshold}) must be below context_window "
+                f"({self.context_window})"
+            )
+        return self
+
+    @classmethod
+    def for_agent(cls, agent: str, **overrides: object) -> ContextBudget:
+        """Seed 000's budget for `init`, `execute` or `scheduler` (others get init's)."""
+        return cls.model_validate({**SEED_BUDGETS.get(agent, SEED_BUDGETS["init"]), **overrides})
+
+    @property
+    def target_tokens(self) -> int:
+        """Where a compaction must land: below the threshold by the margin (hysteresis)."""
+        return int(self.compact_threshold * (1 - self.compact_margin))
+
+    @property
+    def truncation(self) -> TruncationSpec:
+        """How long tool results in the kept part are cut."""
+        return TruncationSpec(
+            self.truncate_over_chars, self.truncate_keep_chars, self.truncate_keep_chars
+        )
+
+
+class Clock(Protocol):
+    """Time as compaction sees it; tests pass a manual clock to drive the summary timeout."""
+
+    def now(self) -> float:
+        """Seconds on a monotonic scale."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Return once `seconds` have passed on this clock."""
+        ...
+
+
+class SystemClock:
+    """The real clock: monotonic time and anyio's sleep."""
+
+    def now(self) -> float:
+        """Monotonic seconds."""
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep on the event loop."""
+        await anyio.sleep(seconds)
+
+
+@runtime_checkable
+class ContextStrategy(Protocol):
+    """How an agent assembles its payloads and compacts its history."""
+
+    name: str
+    budget: ContextBudget
+
+    def compose_payload(
+        self, system: SystemPrompt, tools: Sequence[ToolSpec], conversation: Conversation
+    ) -> Payload:
+        """The next request: a valid Messages API payload within the budget (no `model`)."""
+        ...
+
+    def should_compact(
+        self, conversation: Conversation, budget: ContextBudget | None = None
+    ) -> bool:
+        """Whether to compact now: over the threshold, and a step arrived since the last one."""
+        ...
+
+    async def compact(self, conversation: Conversation, summarize: Summarizer) -> Compaction:
+        """Compact `conversation` in place and return the record to journal."""
+        ...
+
+    def on_turn_complete(self, conversation: Conversation) -> None:
+        """Bring per-turn state up to date after a step was appended (cheap, no I/O)."""
+        ...

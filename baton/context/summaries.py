@@ -1,0 +1,248 @@
+"""Compaction summaries: the mock user prompt and the per-agent JSON schemas of seed 000.
+
+The model answers the prompt with one JSON object; `parse_summary` finds it (bare, fenced,
+or inside `<compact_summary>` tags as in seed 000's example) and validates it against the
+agent's schema. Top-level sections are required, their inner fields default to empty so a
+summary written before anything happened ("received the input, about to start") is valid.
+Extra keys are kept: a model that adds a useful section loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from baton.errors import SummaryFailure
+
+COMPACT_PROMPT = """请对当前工作进行总结，保留以下关键信息：
+- 当前场景设计/生成组件的核心要点
+- Execute Agent反馈的主要问题/评测进度
+- 已完成的分析结论/已识别的问题
+- 待办事项清单
+- 关键路径（execution_output_dir等）
+
+总结格式使用JSON，确保信息完整但简洁。"""
+"""Seed 000's mock user message, verbatim."""
+
+SUMMARY_TAG = "compact_summary"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class SummaryBase(BaseModel):
+    """What every summary schema shares: key paths (and key ids, from the ledger)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    agent: ClassVar[str] = "generic"
+    pending_field: ClassVar[str] = "pending_actions"
+
+    key_paths: dict[str, str]
+    key_ids: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def empty(cls) -> dict[str, Any]:
+        """A skeleton that validates: every required section, each empty."""
+        return {"key_paths": {}}
+
+    def pending(self) -> list[str]:
+        """The open items, whatever the schema calls them."""
+        value = getattr(self, self.pending_field, [])
+        return list(value) if isinstance(value, list) else []
+
+
+# --- Init (seed 000) ---------------------------------------------------------------------
+
+
+class DesignSummary(_Section):
+    unified_scenario_design: str = ""
+    business_rules_key_points: list[str] = Field(default_factory=list)
+    format_specifications: str = ""
+
+
+class ExecuteFeedbackSummary(_Section):
+    execution_output_dir: str | None = None
+    total_failure_samples: int | None = None
+    layer1_problems_summary: list[str] = Field(default_factory=list)
+
+
+class InitSummary(SummaryBase):
+    """The Init agent's summary: design, Execute's feedback, conclusions, pending actions."""
+
+    agent: ClassVar[str] = "init"
+
+    current_design_summary: DesignSummary
+    execute_feedback_summary: ExecuteFeedbackSummary
+    analysis_conclusions: list[str]
+    pending_actions: list[str]
+
+    @classmethod
+    def empty(cls) -> dict[str, Any]:
+        """A valid Init summary with nothing in it."""
+        return {
+            "current_design_summary": {},
+            "execute_feedback_summary": {},
+            "analysis_conclusions": [],
+            "pending_actions": [],
+            "key_paths": {},
+        }
+
+
+# --- Execute (seed 000) ------------------------------------------------------------------
+
+
+class GeneratedComponents(_Section):
+    tools: list[str] = Field(default_factory=list)
+    checkers: list[str] = Field(default_factory=list)
+    samples: str = ""
+
+
+class EvaluationProgress(_Section):
+    current_iteration: int | None = None
+    success_rate: str | None = None
+    layer_status: str | None = None
+
+
+class IdentifiedIssues(_Section):
+    layer2_problems: list[str] = Field(default_factory=list)
+    layer3_problems: list[str] = Field(default_factory=list)
+    fix_attempts: list[str] = Field(default_factory=list)
+
+
+class ExecuteSummary(SummaryBase):
+    """The Execute agent's summary: components, evaluation progress, issues, pending work."""
+
+    agent: ClassVar[str] = "execute"
+    pending_field: ClassVar[str] = "pending_work"
+
+    generated_components: GeneratedComponents
+    evaluation_progress: EvaluationProgress
+    identified_issues: IdentifiedIssues
+    pending_work: list[str]
+
+    @classmethod
+    def empty(cls) -> dict[str, Any]:
+        """A valid Execute summary with nothing in it."""
+        return {
+            "generated_components": {},
+            "evaluation_progress": {},
+            "identified_issues": {},
+            "pending_work": [],
+            "key_paths": {},
+        }
+
+
+# --- Scheduler and generic agents ---------------------------------------------------------
+
+
+class ScenarioStatus(_Section):
+    phase: str = ""
+    iteration: int | None = None
+    last_dispatch: str | None = None
+
+
+class SchedulerSummary(SummaryBase):
+    """The Scheduler's summary (its system prompt): per-scenario status, pending, paths."""
+
+    agent: ClassVar[str] = "scheduler"
+
+    scenarios: dict[str, ScenarioStatus]
+    pending_actions: list[str]
+
+    @classmethod
+    def empty(cls) -> dict[str, Any]:
+        """A valid Scheduler summary with nothing in it."""
+        return {"scenarios": {}, "pending_actions": [], "key_paths": {}}
+
+
+class GenericSummary(SummaryBase):
+    """Any other agent: seed 002's archive sections plus the pending items and key paths."""
+
+    objectives_and_status: str
+    technical_context: list[str]
+    completed_milestones: list[str]
+    key_insights_and_decisions: list[str]
+    pending_actions: list[str]
+
+    @classmethod
+    def empty(cls) -> dict[str, Any]:
+        """A valid generic summary with nothing in it."""
+        return {
+            "objectives_and_status": "",
+            "technical_context": [],
+            "completed_milestones": [],
+            "key_insights_and_decisions": [],
+            "pending_actions": [],
+            "key_paths": {},
+        }
+
+
+SUMMARY_SCHEMAS: dict[str, type[SummaryBase]] = {
+    "init": InitSummary,
+    "execute": ExecuteSummary,
+    "scheduler": SchedulerSummary,
+    "generic": GenericSummary,
+}
+
+
+def summary_schema_for(agent: str) -> type[SummaryBase]:
+    """The schema of agent kind `agent`; `GenericSummary` for kinds seed 000 does not name."""
+    return SUMMARY_SCHEMAS.get(agent, GenericSummary)
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*\})\s*```", re.DOTALL)
+_TAGGED = re.compile(rf"<{SUMMARY_TAG}>\s*(.*?)\s*</{SUMMARY_TAG}>", re.DOTALL)
+
+
+def extract_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a model's answer; `SummaryFailure` when there is none."""
+    candidates = []
+    tagged = _TAGGED.search(text)
+    if tagged:
+        candidates.append(tagged.group(1))
+    fenced = _FENCE.search(text)
+    if fenced:
+        candidates.append(fenced.group(1))
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end > start:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise SummaryFailure("the summary holds no JSON object; the fallback summary is used instead")
+
+
+def parse_summary(text: str, schema: type[SummaryBase]) -> SummaryBase:
+    """Validate a model's summary against `schema`; `SummaryFailure` says what is wrong."""
+    data = extract_json_object(text)
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise SummaryFailure(
+            f"the summary does not match the {schema.agent} schema ({problems}); "
+            "the fallback summary is used instead"
+        ) from None
+
+
+def summary_json(summary: SummaryBase | Mapping[str, Any]) -> str:
+    """The summary as compact JSON (CJK kept readable), the form carried in the context."""
+    data = summary.model_dump(mode="json") if isinstance(summary, BaseModel) else dict(summary)
+    return json.dumps(data, ensure_ascii=False)
+
+
+def render_summary(summary_json_text: str) -> str:
+    """The summary as the context shows it, tagged as in seed 000's example."""
+    return f"<{SUMMARY_TAG}>\n{summary_json_text}\n</{SUMMARY_TAG}>"

@@ -1,0 +1,112 @@
+"""The pipeline: Init, Execute and the Scheduler, spawned into a runtime with their models.
+
+`ANTHROPIC_API_KEY` set → every agent talks to Claude through `AnthropicModel` (one client
+per model name, so agents on the same model share its concurrency limit); unset → the
+offline scripted model, announced as such. The lifetime is an `async with`: on exit the
+agents stop (draining their mailboxes) before their model clients close.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+
+import structlog
+
+from baton.actors.agent_config import AgentConfig
+from baton.actors.journal import FileJournalStore
+from baton.actors.model import Model
+from baton.actors.offline_model import OfflineModel
+from baton.actors.roles import EXECUTE, INIT, SCHEDULER, ExecuteActor, InitActor, agent_setup
+from baton.actors.scheduler import SchedulerActor
+from baton.errors import UsageError
+from baton.runtime.runtime import Runtime
+
+log = structlog.get_logger(__name__)
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+AGENTS = (INIT, EXECUTE, SCHEDULER)
+
+
+def online(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether Claude is used: an API key is set."""
+    return bool((os.environ if environ is None else environ).get(API_KEY_ENV))
+
+
+def model_mode(environ: Mapping[str, str] | None = None) -> str:
+    """One line for the start banner: which model runs, and why."""
+    if online(environ):
+        return f"Claude ({API_KEY_ENV} set)"
+    return (
+        f"offline scripted model ({API_KEY_ENV} not set): replies come from scenario scripts, "
+        "not from Claude"
+    )
+
+
+@dataclass
+class Pipeline:
+    """The running agents and the model clients they use."""
+
+    mode: str
+    models: dict[str, Model] = field(default_factory=dict)
+
+
+@asynccontextmanager
+async def open_pipeline(
+    runtime: Runtime, *, environ: Mapping[str, str] | None = None
+) -> AsyncIterator[Pipeline]:
+    """Spawn the three agents into `runtime` for the block (it needs a workspace)."""
+    workspace = runtime.workspace
+    if workspace is None:
+        raise UsageError("the pipeline needs a workspace: Runtime.open(workspace=...)")
+    pipeline = Pipeline(mode=model_mode(environ))
+    journal = FileJournalStore(workspace)
+    async with AsyncExitStack() as clients:
+        offline = None if online(environ) else OfflineModel(workspace)
+
+        async def model_for(config: AgentConfig) -> Model:
+            if offline is not None:
+                return offline
+            known = pipeline.models.get(config.model)
+            if known is not None:
+                return known
+            # Imported here: the SDK costs half a second to load and offline runs skip it.
+            sdk_model = importlib.import_module("baton.actors.anthropic_model")
+            client = sdk_model.AnthropicModel(
+                config.model,
+                context_window=config.context_window,
+                max_output_tokens=config.max_output_tokens,
+                max_concurrency=config.max_concurrency,
+            )
+            created: Model = await clients.enter_async_context(client)
+            pipeline.models[config.model] = created
+            return created
+
+        spawned: list[str] = []
+        try:
+            for role in AGENTS:
+                config = runtime.config.agent(role)
+                setup = agent_setup(
+                    role,
+                    config,
+                    workspace=workspace,
+                    model=await model_for(config),
+                    journal=journal,
+                    token_log=runtime.token_log,
+                )
+                if role == SCHEDULER:
+                    setup = dataclasses.replace(setup, purpose="task_summary")
+                    await runtime.spawn(role, SchedulerActor, setup, workspace)
+                else:
+                    await runtime.spawn(role, InitActor if role == INIT else ExecuteActor, setup)
+                spawned.append(role)
+            log.info("pipeline.started", mode=pipeline.mode, agents=spawned)
+            yield pipeline
+        finally:
+            for role in reversed(spawned):
+                if runtime.is_alive(role):
+                    await runtime.stop(role)

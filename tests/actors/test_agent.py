@@ -1,0 +1,284 @@
+"""AgentActor: the loop with tools, compaction, handoffs, and resuming after a crash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from baton import Actor, Runtime, handler
+from baton.actors.agent import AgentActor, AgentSetup, ToolHooks
+from baton.actors.agent_config import AgentConfig
+from baton.actors.journal import FileJournalStore
+from baton.actors.messages import HandoffDelivered, Prompt
+from baton.actors.roles import InitActor, agent_setup, role_toolbox, shipped_prompt
+from baton.actors.scripted_model import Script, ScriptedModel
+from baton.actors.tools import Sandbox, Toolbox, ToolOutcome, file_tools
+from baton.context.validation import validate_request
+from baton.runtime.token_log import TOKEN_LOG
+
+
+def config(**overrides: Any) -> AgentConfig:
+    settings: dict[str, Any] = {
+        "model": "claude-opus-4-5",
+        "context_window": 200_000,
+        "compact_threshold": 150_000,
+        "keep_recent_steps": 3,
+    }
+    settings.update(overrides)
+    return AgentConfig.model_validate(settings)
+
+
+def scripted(turns: list[Any], actor: str = "init") -> ScriptedModel:
+    return ScriptedModel(Script.model_validate({"actors": {actor: turns}}))
+
+
+def token_lines(workspace: Path) -> list[dict[str, Any]]:
+    path = workspace / TOKEN_LOG
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def assert_all_requests_valid(model: ScriptedModel) -> None:
+    for call in model.calls:
+        assert [] == validate_request(call.payload, require_model=False, strict_alternation=True)
+
+
+class Recorder(Actor):
+    """Stands in for the Scheduler: keeps every handoff it is sent."""
+
+    def __init__(self, received: list[HandoffDelivered]) -> None:
+        self.received = received
+
+    @handler
+    async def delivered(self, message: HandoffDelivered) -> None:
+        self.received.append(message)
+
+
+def read(path: str) -> dict[str, Any]:
+    return {"tool_use": {"name": "Read", "input": {"path": path}}}
+
+
+def write(path: str, content: str) -> dict[str, Any]:
+    return {"tool_use": {"name": "Write", "input": {"path": path, "content": content}}}
+
+
+async def test_a_multi_round_conversation_uses_tools_and_compacts(tmp_path: Path) -> None:
+    """Tools run, long results push the context past the threshold, the agent compacts and
+    every request it sent was valid; two rounds answer two prompts."""
+    big = "\n".join(f"line {n}: leave balance record {'x' * 80}" for n in range(200))
+    (tmp_path / "big.txt").write_text(big)
+    model = scripted(
+        [
+            read("big.txt"),
+            write("notes.md", "# notes\nbalance rules summarised"),
+            read("big.txt"),
+            "Round one done.",
+            read("notes.md"),
+            "Round two done.",
+        ]
+    )
+    cfg = config(context_window=40_000, compact_threshold=12_000, keep_recent_steps=2)
+    async with Runtime.open(tmp_path) as rt:
+        setup = agent_setup(
+            "init",
+            cfg,
+            workspace=tmp_path,
+            model=model,
+            journal=FileJournalStore(tmp_path),
+            token_log=rt.token_log,
+        )
+        await rt.spawn("init", InitActor, setup)
+        assert "Round one done." == await rt.ask("init", Prompt(text="summarise big.txt"))
+        assert "Round two done." == await rt.ask("init", Prompt(text="and the notes?"))
+    assert_all_requests_valid(model)
+    lines = token_lines(tmp_path)
+    turn_calls = [
+        line for line in lines if line["event"] == "model.call" and line["purpose"] == "turn"
+    ]
+    assert [0, 1, 2, 3, 4, 5] == [line["turn"] for line in turn_calls]
+    compacted = [line for line in lines if line["event"] == "context.compacted"]
+    assert len(compacted) >= 1
+    assert all(c["tokens_after"] < c["tokens_before"] for c in compacted)
+    assert {"init"} == {line["actor"] for line in lines}
+    assert {"main"} == {line["conversation"] for line in lines}
+    assert (tmp_path / "notes.md").read_text().startswith("# notes")
+
+
+class Gate:
+    """A tool that blocks on its first run (the moment of the crash), then returns."""
+
+    name = "Gate"
+    description = "waits for the gate"
+
+    class Input(BaseModel):
+        pass
+
+    input_model = Input
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    def __init__(self, entered: anyio.Event, *, block: bool) -> None:
+        self.entered = entered
+        self.block = block
+
+    async def run(self, args: Any) -> ToolOutcome:
+        self.entered.set()
+        if self.block:
+            await anyio.sleep_forever()
+        return ToolOutcome("gate open")
+
+
+def gated_setup(workspace: Path, model: ScriptedModel, gate: Gate, token_log: Any) -> AgentSetup:
+    def tools(hooks: ToolHooks) -> Toolbox:
+        return Toolbox([*file_tools(Sandbox(workspace)), gate])
+
+    return AgentSetup(
+        role="execute",
+        config=config(),
+        model=model,
+        system_prompt="You are a test agent.",
+        journal=FileJournalStore(workspace),
+        token_log=token_log,
+        tools=tools,
+    )
+
+
+SCRIPT = [
+    write("out/a.txt", "first"),
+    {"tool_use": {"name": "Gate", "input": {}}},
+    "Finished after the gate.",
+    "Second prompt answered.",
+]
+
+
+async def test_a_crash_mid_round_resumes_without_repeating_a_model_call(tmp_path: Path) -> None:
+    """Killed while a reply's tools run, the agent resumes: that reply is reused, not re-asked."""
+    first_model = scripted(SCRIPT, actor="agent")
+    entered = anyio.Event()
+    with anyio.CancelScope() as crash:
+        async with Runtime.open(tmp_path, shutdown_timeout=0) as rt:
+            setup = gated_setup(tmp_path, first_model, Gate(entered, block=True), rt.token_log)
+            await rt.spawn("agent", AgentActor, setup)
+            await rt.tell("agent", Prompt(text="do the work"))
+            await entered.wait()
+            crash.cancel()  # the process dies here: no graceful end of the round
+    assert [0, 1] == [call.context.turn for call in first_model.calls]
+
+    second_model = scripted(SCRIPT, actor="agent")
+    async with Runtime.open(tmp_path) as rt:
+        setup = gated_setup(tmp_path, second_model, Gate(anyio.Event(), block=False), rt.token_log)
+        await rt.spawn("agent", AgentActor, setup)
+        # Queued behind the resumed round, so it returns once that round has finished.
+        assert "Second prompt answered." == await rt.ask("agent", Prompt(text="next"))
+    assert [2, 3] == [call.context.turn for call in second_model.calls]
+    assert_all_requests_valid(second_model)
+    records = await FileJournalStore(tmp_path).read("agent", "main")
+    steps = [r["step"] for r in records if r["type"] == "step"]
+    assert [0, 1, 2, 3] == [step["seq"] for step in steps]
+    gate_result = steps[1]["results"][0]
+    assert "gate open" in json.dumps(gate_result)
+    assert "first" == (tmp_path / "out/a.txt").read_text()
+
+
+async def test_a_crash_during_a_model_call_repeats_only_that_call(tmp_path: Path) -> None:
+    """A call that never completed is made again after the restart; completed ones are not."""
+    entered = anyio.Event()
+    first_model = scripted(SCRIPT, actor="agent")
+    with anyio.CancelScope() as crash:
+        async with Runtime.open(tmp_path, shutdown_timeout=0) as rt:
+            setup = gated_setup(tmp_path, first_model, Gate(entered, block=False), rt.token_log)
+            await rt.spawn("agent", AgentActor, setup)
+            await rt.tell("agent", Prompt(text="do the work"))
+            await entered.wait()  # turn 1's tool ran; the crash hits before turn 2 is journaled
+            crash.cancel()
+    completed = {call.context.turn for call in first_model.calls}
+    records = await FileJournalStore(tmp_path).read("agent", "main")
+    journaled = {r["turn"] for r in records if r["type"] == "response"}
+    second_model = scripted(SCRIPT, actor="agent")
+    async with Runtime.open(tmp_path) as rt:
+        setup = gated_setup(tmp_path, second_model, Gate(anyio.Event(), block=False), rt.token_log)
+        await rt.spawn("agent", AgentActor, setup)
+        assert "Second prompt answered." == await rt.ask("agent", Prompt(text="next"))
+    repeated = {call.context.turn for call in second_model.calls} & journaled
+    assert set() == repeated
+    assert {0, 1, 2, 3} == completed | {call.context.turn for call in second_model.calls}
+
+
+async def test_an_invalid_handoff_is_corrected_on_the_next_step(tmp_path: Path) -> None:
+    """A handoff with bad fields comes back as an error naming them; the fixed call delivers."""
+    design = "scenarios/leave/"
+    files = {
+        "unified_scenario_design_path": f"{design}unified_scenario_design.yaml",
+        "business_rules_path": f"{design}BusinessRules.md",
+        "format_specifications_path": f"{design}format_specifications.json",
+    }
+    model = scripted(
+        [
+            {"tool_use": [write(path, "x: 1\n")["tool_use"] for path in files.values()]},
+            {"tool_use": {"name": "handoff_to_execute", "input": {"design_artifacts": "all"}}},
+            {
+                "tool_use": {
+                    "name": "handoff_to_execute",
+                    "input": {
+                        "user_requirement": "生成请假申请场景的评测样本",
+                        "design_artifacts": files,
+                    },
+                }
+            },
+            "Handed off.",
+        ]
+    )
+    received: list[HandoffDelivered] = []
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("scheduler", Recorder, received)
+        setup = agent_setup(
+            "init",
+            config(),
+            workspace=tmp_path,
+            model=model,
+            journal=FileJournalStore(tmp_path),
+            token_log=rt.token_log,
+        )
+        await rt.spawn("init", InitActor, setup)
+        await rt.ask("init", Prompt(text="design the leave scenario"))
+    records = await FileJournalStore(tmp_path).read("init", "main")
+    steps = [r["step"] for r in records if r["type"] == "step"]
+    refused = steps[1]["results"][0]
+    assert refused["is_error"] is True
+    text = json.dumps(refused, ensure_ascii=False)
+    assert "user_requirement" in text
+    assert "design_artifacts" in text
+    assert 1 == len(received)
+    package = received[0].package
+    assert ("init_to_execute", files) == (package.handoff_type, package.design_artifacts)
+    facts = {r["type"] for r in records}
+    assert "facts" in facts
+    sent = [line for line in token_lines(tmp_path) if line["event"] == "handoff.sent"]
+    assert [("init", "scheduler", "init_to_execute")] == [
+        (line["from"], line["to"], line["handoff_type"]) for line in sent
+    ]
+
+
+def test_role_toolboxes_hold_the_documented_tools(tmp_path: Path) -> None:
+    """Init gets the file tools and handoff_to_execute; Execute gets return/complete."""
+    hooks = ToolHooks(deliver=_never, register_paths=lambda paths: None)
+    init = role_toolbox("init", tmp_path, config())(hooks)
+    execute = role_toolbox("execute", tmp_path, config())(hooks)
+    assert ["Read", "Write", "List", "handoff_to_execute"] == init.names
+    assert ["Read", "Write", "List", "return_to_init", "complete_scenario"] == execute.names
+
+
+async def _never(package: Any) -> None:
+    raise AssertionError("not delivered in this test")
+
+
+@pytest.mark.parametrize("role", ["init", "execute", "scheduler"])
+def test_shipped_prompts_state_role_duties_and_context_protocol(role: str) -> None:
+    """Each shipped prompt names its role, its duties and the compaction protocol."""
+    prompt = shipped_prompt(role)
+    assert "# Role" in prompt
+    assert "Context protocol" in prompt
+    assert "请对当前工作进行总结" in prompt

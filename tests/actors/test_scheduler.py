@@ -1,0 +1,274 @@
+"""Scheduler: the scenario state machine, HITL-1, the iteration policy, persistence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from baton import Runtime
+from baton.actors.messages import (
+    Approve,
+    HandoffDelivered,
+    Reject,
+    ScenarioQuery,
+    ScenarioState,
+    StartScenario,
+)
+from baton.context.artifacts import FailureSummary, Layer1ProblemsReport, Sample
+from baton.context.packages import InitToExecuteContext
+from baton.errors import UsageError
+from baton.runtime.pipeline import open_pipeline
+from baton.runtime.token_log import TOKEN_LOG
+
+NAME = "mini"
+BASE = f"scenarios/{NAME}"
+DESIGN = {
+    "unified_scenario_design_path": f"{BASE}/unified_scenario_design.yaml",
+    "business_rules_path": f"{BASE}/BusinessRules.md",
+    "format_specifications_path": f"{BASE}/format_specifications.json",
+}
+IDS = ["BS_MT_001", "BS_MT_002", "BS_MT_003"]
+
+
+def write(path: str, content: str) -> dict[str, Any]:
+    return {"type": "tool_use", "name": "Write", "input": {"path": path, "content": content}}
+
+
+def call(name: str, **input_: Any) -> dict[str, Any]:
+    return {"content": [{"type": "tool_use", "name": name, "input": input_}]}
+
+
+def design_turns(version: int) -> list[dict[str, Any]]:
+    rules = f"# Leave rules v{version}\n1. Deduct the balance when the application is created.\n"
+    return [
+        {
+            "content": [
+                write(
+                    DESIGN["unified_scenario_design_path"],
+                    f"scenario: {NAME}\nversion: {version}\n",
+                ),
+                write(DESIGN["business_rules_path"], rules),
+                write(DESIGN["format_specifications_path"], '{"samples": {}}'),
+            ]
+        },
+        call("handoff_to_execute", user_requirement="请假申请", design_artifacts=DESIGN),
+        {"content": [{"type": "text", "text": f"Design v{version} handed off."}]},
+    ]
+
+
+def iteration_turns(iteration: int, passed: int, *, complete: bool) -> list[dict[str, Any]]:
+    out = f"{BASE}/execution_outputs/iteration_{iteration}"
+    failed = IDS[passed:]
+    summary = FailureSummary(
+        iteration=iteration,
+        total_samples=len(IDS),
+        passed_samples=passed,
+        failed_samples=len(failed),
+        success_rate=passed / len(IDS),
+        failures_by_cause={"Layer1_BusinessRule": failed} if failed else {},
+    )
+    report = Layer1ProblemsReport.model_validate(
+        {
+            "report_version": "1.0",
+            "generated_at": "2026-01-04T15:30:00",
+            "iteration": iteration,
+            "total_samples": len(IDS),
+            "failed_samples": len(failed),
+            "failure_rate": len(failed) / len(IDS),
+            "layer1_problems": [
+                {
+                    "problem_id": "L1P_001",
+                    "problem_type": "BusinessRule_Unclear",
+                    "severity": "critical",
+                    "title": "余额扣减时机未明确",
+                    "description": "rules omit when to deduct",
+                    "affected_samples": failed,
+                    "affected_count": len(failed),
+                    "evidence_summary": "applications created, balance unchanged",
+                    "typical_case_id": failed[0],
+                    "suggested_fix": {
+                        "target": "BusinessRules.md",
+                        "section": "## 请假申请流程",
+                        "modification": "deduct right after creating the application",
+                        "rationale": "make the step explicit",
+                    },
+                }
+            ]
+            if failed
+            else [],
+            "modification_priority": [],
+        }
+    )
+    writes = [
+        write(f"{out}/samples/{sid}.json", Sample(sample_id=sid).model_dump_json()) for sid in IDS
+    ]
+    writes.append(write(f"{out}/failure_summary.json", summary.model_dump_json()))
+    writes.append(write(f"{out}/layer1_problems_report.json", report.model_dump_json()))
+    if complete:
+        handoff = call(
+            "complete_scenario",
+            execution_output_dir=out,
+            success_rate=passed / len(IDS),
+            iteration_summary={"total_samples": len(IDS)},
+            report_paths={"layer1_problems_report": "layer1_problems_report.json"},
+        )
+    else:
+        handoff = call(
+            "return_to_init",
+            execution_output_dir=out,
+            trigger_reason="critical share above 30%",
+            iteration_summary={"total_samples": len(IDS), "failed_samples": len(failed)},
+            failure_samples_index=[
+                {"sample_id": sid, "sample_path": f"samples/{sid}.json"} for sid in failed
+            ],
+            layer1_problems_report_path="layer1_problems_report.json",
+            modification_suggestions_summary=["deduct the balance on creation"],
+        )
+    return [
+        {"content": writes},
+        handoff,
+        {"content": [{"type": "text", "text": f"Iteration {iteration} reported."}]},
+    ]
+
+
+def make_scenario(
+    workspace: Path,
+    *,
+    init: list[dict[str, Any]],
+    execute: list[dict[str, Any]],
+    auto_approve: bool = False,
+    max_iterations: int = 3,
+) -> None:
+    folder = workspace / BASE
+    folder.mkdir(parents=True)
+    (folder / "script.json").write_text(json.dumps({"actors": {"init": init, "execute": execute}}))
+    (folder / "scenario.toml").write_text(
+        f'requirement = "请假申请"\nauto_approve = {str(auto_approve).lower()}\n'
+        f'offline_script = "script.json"\n[policy]\nmax_iterations = {max_iterations}\n'
+    )
+
+
+async def state_of(rt: Runtime) -> ScenarioState:
+    state = await rt.ask("scheduler", ScenarioQuery(scenario=NAME))
+    assert isinstance(state, ScenarioState)
+    return state
+
+
+async def wait_for_phase(rt: Runtime, *phases: str) -> ScenarioState:
+    """Poll the Scheduler (between polls every task has gone idle) until a phase is reached."""
+    with anyio.fail_after(20):
+        while True:
+            state = await state_of(rt)
+            if state.phase in phases:
+                return state
+            await anyio.wait_all_tasks_blocked()
+
+
+def token_events(workspace: Path) -> list[dict[str, Any]]:
+    path = workspace / TOKEN_LOG
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_a_scenario_completes_after_approval(tmp_path: Path) -> None:
+    """Init designs and hands off, the handoff waits, approval sends it to Execute, and the
+    passing iteration completes the scenario."""
+    make_scenario(tmp_path, init=design_turns(1), execute=iteration_turns(1, 3, complete=True))
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        started = await rt.ask("scheduler", StartScenario(scenario=NAME))
+        assert (True, "designing") == (started.started, started.phase)
+        waiting = await wait_for_phase(rt, "awaiting_approval")
+        assert waiting.pending_approval is not None
+        assert "init_to_execute" == waiting.pending_approval["handoff_type"]
+        await rt.ask("scheduler", Approve(scenario=NAME))
+        done = await wait_for_phase(rt, "completed", "failed")
+    assert ("completed", 1) == (done.phase, done.iteration)
+    events = token_events(tmp_path)
+    sent = {(e["from"], e["handoff_type"]) for e in events if e["event"] == "handoff.sent"}
+    assert {("init", "init_to_execute"), ("execute", "scenario_complete")} <= sent
+    assert {"offline-scripted"} == {e["model"] for e in events if e["event"] == "model.call"}
+
+
+async def test_a_rejection_reaches_init_with_its_reason(tmp_path: Path) -> None:
+    """Rejecting the pending handoff sends Init a new round whose context holds the reason."""
+    make_scenario(
+        tmp_path,
+        init=design_turns(1) + design_turns(2),
+        execute=iteration_turns(1, 3, complete=True),
+    )
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME))
+        await wait_for_phase(rt, "awaiting_approval")
+        state = await rt.ask("scheduler", Reject(scenario=NAME, reason="cover half-day leave"))
+        assert "designing" == state.phase
+        again = await wait_for_phase(rt, "awaiting_approval")
+    assert again.pending_approval is not None
+    journal = (tmp_path / ".baton/journal/init" / f"{NAME}.jsonl").read_text()
+    rounds = [json.loads(line.split(" ", 1)[1]) for line in journal.splitlines()]
+    inputs = [r["text"] for r in rounds if r["type"] == "round"]
+    assert 2 == len(inputs)
+    assert "cover half-day leave" in inputs[1]
+    assert "cover half-day leave" not in inputs[0]
+
+
+async def test_max_iterations_ends_the_scenario_failed_with_the_report(tmp_path: Path) -> None:
+    """An iteration below the threshold at max_iterations fails, naming the last report."""
+    make_scenario(
+        tmp_path,
+        init=design_turns(1),
+        execute=iteration_turns(1, 1, complete=False),
+        auto_approve=True,
+        max_iterations=1,
+    )
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME))
+        done = await wait_for_phase(rt, "completed", "failed")
+    report = f"{BASE}/execution_outputs/iteration_1/layer1_problems_report.json"
+    assert ("failed", report) == (done.phase, done.last_report)
+    assert done.reason is not None
+    assert report in done.reason
+
+
+async def test_submitting_an_active_scenario_starts_nothing_new(tmp_path: Path) -> None:
+    """A second submit of a running scenario reports its state and does not restart it."""
+    make_scenario(tmp_path, init=design_turns(1), execute=iteration_turns(1, 3, complete=True))
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME))
+        await wait_for_phase(rt, "awaiting_approval")
+        again = await rt.ask("scheduler", StartScenario(scenario=NAME))
+        assert (False, "awaiting_approval") == (again.started, again.phase)
+
+
+async def test_state_survives_a_restart_and_duplicate_handoffs_are_ignored(tmp_path: Path) -> None:
+    """After a restart the pending approval is still there; a re-sent handoff is not reapplied."""
+    make_scenario(tmp_path, init=design_turns(1), execute=iteration_turns(1, 3, complete=True))
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME))
+        waiting = await wait_for_phase(rt, "awaiting_approval")
+    assert waiting.pending_approval is not None
+    handoff_id = waiting.pending_approval["handoff_id"]
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        assert "awaiting_approval" == (await state_of(rt)).phase
+        package = InitToExecuteContext(
+            user_requirement="请假申请", design_artifacts=DESIGN, timestamp="2026-01-04T10:30:00"
+        )
+        await rt.ask(
+            "scheduler",
+            HandoffDelivered(scenario=NAME, source="init", handoff_id=handoff_id, package=package),
+        )
+        assert "awaiting_approval" == (await state_of(rt)).phase
+        await rt.ask("scheduler", Approve(scenario=NAME))
+        done = await wait_for_phase(rt, "completed", "failed")
+    assert "completed" == done.phase
+
+
+async def test_approving_without_a_pending_handoff_is_refused(tmp_path: Path) -> None:
+    """Approve on an unknown scenario is refused with the reason, at once and without retries."""
+    make_scenario(tmp_path, init=design_turns(1), execute=iteration_turns(1, 3, complete=True))
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        with pytest.raises(UsageError, match="no scenario 'mini'"):
+            await rt.ask("scheduler", Approve(scenario=NAME))
+        assert 0 == next(s.restarts for s in rt.status() if s.name == "scheduler")

@@ -1,0 +1,178 @@
+"""The conversation model: rounds, steps, rendering, records and replay."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from ctx_factories import SYSTEM, TOOLS, fixed_summarizer, summary_text, tool_step
+
+from baton.context.conversation import Conversation
+from baton.context.records import RECORD_TYPES, dump_record, parse_record
+from baton.context.strategy import ContextBudget
+from baton.context.summaries import InitSummary
+from baton.context.summarize import SummarizeStrategy
+from baton.errors import UsageError
+
+
+def test_a_step_renders_as_assistant_then_user_results_and_never_a_tool_role() -> None:
+    """The seeds' role "tool" becomes tool_result blocks heading the next user message."""
+    conversation = Conversation()
+    conversation.start_round("读取文件A")
+    tool_step(conversation, tools=2, text="Reading.")
+    payload = SummarizeStrategy().compose_payload(SYSTEM, TOOLS, conversation)
+    roles = [m["role"] for m in payload["messages"]]
+    assert ["user", "assistant", "user"] == roles
+    assert ["tool_result", "tool_result"] == [b["type"] for b in payload["messages"][2]["content"]]
+    assert "tool" not in json.dumps([m["role"] for m in payload["messages"]])
+
+
+def test_empty_text_blocks_from_the_model_are_dropped() -> None:
+    """A blank text block would be a 400 later, so it never enters the conversation."""
+    conversation = Conversation()
+    conversation.start_round("go")
+    record = conversation.append_step(
+        [{"type": "text", "text": "  "}, {"type": "text", "text": "done"}]
+    )
+    assert ["done"] == [b.text for b in record.step.content]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("content", "results"),
+    [
+        ([{"type": "tool_use", "id": "a", "name": "Read", "input": {}}], []),
+        ([], [{"type": "tool_result", "tool_use_id": "a", "content": "x"}]),
+        (
+            [{"type": "tool_use", "id": "a", "name": "Read", "input": {}}],
+            [{"type": "tool_result", "tool_use_id": "b", "content": "x"}],
+        ),
+    ],
+)
+def test_a_step_must_answer_each_tool_use_exactly_once(
+    content: list[dict[str, object]], results: list[dict[str, object]]
+) -> None:
+    """Unanswered calls and results for calls never made are refused at the door."""
+    conversation = Conversation()
+    conversation.start_round("go")
+    with pytest.raises(UsageError, match="exactly once"):
+        conversation.append_step(content, results)
+
+
+def test_a_tool_use_id_cannot_repeat_across_steps() -> None:
+    """Reusing an id would make the payload ambiguous (and a 400)."""
+    conversation = Conversation()
+    conversation.start_round("go")
+    use = {"type": "tool_use", "id": "same", "name": "Read", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "same", "content": "x"}
+    conversation.append_step([use], [result])
+    with pytest.raises(UsageError, match="already used"):
+        conversation.append_step([use], [result])
+
+
+def test_a_step_needs_a_round_and_a_round_needs_text() -> None:
+    """No step before the first user input; no blank user input."""
+    conversation = Conversation()
+    with pytest.raises(UsageError, match="start_round"):
+        conversation.append_step([{"type": "text", "text": "hi"}])
+    with pytest.raises(UsageError, match="non-empty"):
+        conversation.start_round("   ")
+
+
+def test_awaiting_reply_follows_the_turn() -> None:
+    """The model is due after a user input or tool results, not after a final answer."""
+    conversation = Conversation()
+    assert False is conversation.awaiting_reply
+    conversation.start_round("go")
+    assert True is conversation.awaiting_reply
+    tool_step(conversation, tools=1)
+    assert True is conversation.awaiting_reply
+    tool_step(conversation, tools=0, text="All done.")
+    assert False is conversation.awaiting_reply
+
+
+def test_composing_when_the_model_is_not_due_is_an_error() -> None:
+    """A payload ending in the model's own final answer would be a prefill: refused."""
+    conversation = Conversation()
+    conversation.start_round("go")
+    tool_step(conversation, tools=0, text="All done.")
+    with pytest.raises(UsageError, match="nothing for the model"):
+        SummarizeStrategy().compose_payload(SYSTEM, TOOLS, conversation)
+
+
+def test_journal_records_round_trip_through_json_and_replay() -> None:
+    """Every mutation's record, dumped to JSON and read back, rebuilds the conversation."""
+    conversation = Conversation(id="c1")
+    records = [conversation.start_round("生成请假申请场景")]
+    records.append(tool_step(conversation, tools=2, usage={"input_tokens": 10, "output_tokens": 5}))
+    facts = conversation.register_paths(["scenarios/leave/design.md"], source="Write")
+    assert facts is not None
+    records.append(facts)
+    records.append(tool_step(conversation, tools=0, text="完成"))
+    lines = [json.dumps(dump_record(r), ensure_ascii=False) for r in records]
+    assert {"round", "step", "facts"} == {json.loads(line)["type"] for line in lines}
+    replayed = Conversation.replay((json.loads(line) for line in lines), "c1")
+    assert conversation.model_dump() == replayed.model_dump()
+    assert ["scenarios/leave/design.md"] == replayed.ledger.paths
+
+
+def test_record_types_are_the_discriminators() -> None:
+    """Journals holding other records can tell conversation records apart by `type`."""
+    assert {"round", "step", "facts", "compaction"} == set(RECORD_TYPES)
+    with pytest.raises(UsageError, match="not a conversation record"):
+        parse_record({"type": "model_response"})
+
+
+def test_records_out_of_order_are_refused() -> None:
+    """A journal whose steps do not follow on is reported, not silently applied."""
+    source = Conversation()
+    source.start_round("go")
+    step = tool_step(source, tools=0, text="ok")
+    target = Conversation()
+    with pytest.raises(UsageError, match="start_round"):
+        target.apply(step)
+    target.start_round("go")
+    target.apply(step)
+    with pytest.raises(UsageError, match="out of order"):
+        target.apply(step)
+
+
+def test_registering_a_known_fact_adds_no_record() -> None:
+    """The ledger keeps each fact once; nothing to journal when nothing is new."""
+    conversation = Conversation()
+    assert conversation.register_paths(["a/b.json"]) is not None
+    assert conversation.register_paths(["a/b.json", " "]) is None
+    assert ["a/b.json"] == conversation.ledger.paths
+
+
+def test_a_snapshot_rebuilds_rendering_and_accounting() -> None:
+    """`model_dump_json` is a whole snapshot; loading it restores the rendered pieces too."""
+    conversation = Conversation()
+    conversation.start_round("go")
+    tool_step(conversation, tools=1, result_chars=400)
+    loaded = Conversation.model_validate_json(conversation.model_dump_json())
+    strategy = SummarizeStrategy()
+    assert strategy.compose_payload(
+        SYSTEM, TOOLS, conversation
+    ) == SummarizeStrategy().compose_payload(SYSTEM, TOOLS, loaded)
+    assert len(conversation.entries) == len(loaded.entries)
+
+
+async def test_a_compaction_record_replays_from_its_journal_json() -> None:
+    """After a compaction, the journal (as JSON lines) rebuilds the compacted conversation."""
+    conversation = Conversation(id="c2")
+    records: list[Any] = [conversation.start_round("the task")]
+    for _ in range(6):
+        records.append(tool_step(conversation, tools=1, result_chars=6000))
+    strategy = SummarizeStrategy(ContextBudget.for_agent("init"), summary_schema=InitSummary)
+    records.append(
+        await strategy.compact(conversation, fixed_summarizer(summary_text(InitSummary)))
+    )
+    records.append(tool_step(conversation, tools=1))
+    lines = [json.dumps(dump_record(r), ensure_ascii=False) for r in records]
+    replayed = Conversation.replay((json.loads(line) for line in lines), "c2")
+    assert conversation.model_dump() == replayed.model_dump()
+    assert 4 == len(replayed.entries)
+    assert SummarizeStrategy().compose_payload(SYSTEM, TOOLS, conversation) == (
+        SummarizeStrategy().compose_payload(SYSTEM, TOOLS, replayed)
+    )

@@ -1,0 +1,157 @@
+"""Property: whatever the conversation, every payload that leaves `context/` is a valid request.
+
+Random rounds; steps with 0-3 tool uses, empty or CJK text, results up to 12K characters;
+compactions at random points with summaries that succeed, are invalid, raise or hang; all
+three strategies; both summary roles. Every composed payload (and every compaction payload)
+passes the validity checker, its estimate is exactly the estimator's figure for the whole
+payload (the incremental accounting re-counts nothing and misses nothing), replaying the
+journal rebuilds the same conversation, and (stride 1) a fresh strategy composes the same
+payload as the one that followed the conversation turn by turn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from anyio.lowlevel import checkpoint
+from ctx_factories import SYSTEM, TOOLS, InstantClock, assert_valid, summary_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from baton.context.conversation import Conversation
+from baton.context.payload import Payload
+from baton.context.registry import make_strategy
+from baton.context.strategy import ContextBudget
+from baton.context.summaries import SUMMARY_SCHEMAS
+from baton.context.tokens import estimate_payload_tokens
+
+TEXTS = st.sampled_from(["", "  ", "ok", "读取文件并分析结果。", "Checking scenarios/a/b.json"])
+
+ACTION = st.one_of(
+    st.tuples(st.just("round"), st.integers(1, 3000)),
+    st.tuples(
+        st.just("step"),
+        st.integers(0, 3),
+        TEXTS,
+        st.lists(st.integers(0, 12_000), min_size=3, max_size=3),
+        st.booleans(),
+    ),
+    st.tuples(st.just("step"), st.just(0), TEXTS, st.just([0, 0, 0]), st.booleans()),
+    st.tuples(st.just("compact"), st.sampled_from(["valid", "invalid", "raise", "hang"])),
+)
+
+
+def _summarizer(kind: str, schema_name: str, seen: list[Payload]) -> Any:
+    async def summarize(payload: Payload) -> str:
+        seen.append(payload)
+        if kind == "raise":
+            raise RuntimeError("model unavailable")
+        if kind == "hang":
+            while True:
+                await checkpoint()
+        if kind == "invalid":
+            return "I cannot produce JSON right now."
+        return summary_text(SUMMARY_SCHEMAS[schema_name], analysis_conclusions=["x"])
+
+    return summarize
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    name=st.sampled_from(["summarize", "sliding_window", "extract_state"]),
+    role=st.sampled_from(["assistant", "system"]),
+    schema_name=st.sampled_from(sorted(SUMMARY_SCHEMAS)),
+    keep=st.integers(1, 5),
+    stride=st.integers(1, 3),
+    threshold=st.integers(2_000, 20_000),
+    with_system=st.booleans(),
+    with_tools=st.booleans(),
+    actions=st.lists(ACTION, min_size=8, max_size=50),
+)
+def test_every_composed_payload_is_a_valid_request(
+    *,
+    name: str,
+    role: str,
+    schema_name: str,
+    keep: int,
+    stride: int,
+    threshold: int,
+    with_system: bool,
+    with_tools: bool,
+    actions: list[tuple[Any, ...]],
+) -> None:
+    """Random conversations, compactions and strategies only ever yield valid payloads."""
+    budget = ContextBudget(
+        context_window=threshold * 2,
+        compact_threshold=threshold,
+        keep_recent_steps=keep,
+        max_output_tokens=500,
+        summary_role=role,  # type: ignore[arg-type]
+    )
+    options: dict[str, Any] = {"refill": 1 / stride} if name == "sliding_window" else {}
+    if name != "sliding_window":
+        options["stride"] = stride
+    seen: list[Payload] = []
+    events: list[Any] = []
+
+    async def scenario() -> None:
+        strategy = make_strategy(
+            name,
+            budget,
+            summary_schema=SUMMARY_SCHEMAS[schema_name],
+            on_event=events.append,
+            clock=InstantClock(),
+            **options,
+        )
+        conversation = Conversation()
+        records: list[Any] = [conversation.start_round("开始：生成请假申请场景 scenarios/leave")]
+        counter = 0
+        system = SYSTEM if with_system else None
+        tool_specs = TOOLS if with_tools else []
+        for action in actions:
+            if action[0] == "round":
+                records.append(conversation.start_round("需求 " + "x" * action[1]))
+            elif action[0] == "step":
+                _, tools, text, sizes, cjk = action
+                content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+                results = []
+                for t in range(tools):
+                    counter += 1
+                    content.append(
+                        {"type": "tool_use", "id": f"tu_{counter}", "name": "Read", "input": {}}
+                    )
+                    body = ("结果" if cjk else "ab") * (sizes[t] // 2)
+                    results.append(
+                        {"type": "tool_result", "tool_use_id": f"tu_{counter}", "content": body}
+                    )
+                usage = {"input_tokens": 900, "output_tokens": 50} if cjk else None
+                records.append(conversation.append_step(content, results, usage))
+                strategy.on_turn_complete(conversation)
+                if strategy.should_compact(conversation, budget):
+                    records.append(
+                        await strategy.compact(
+                            conversation, _summarizer("valid", schema_name, seen)
+                        )
+                    )
+            elif conversation.entries:
+                records.append(
+                    await strategy.compact(conversation, _summarizer(action[1], schema_name, seen))
+                )
+            if conversation.awaiting_reply:
+                payload = strategy.compose_payload(system, tool_specs, conversation)
+                assert_valid(payload)
+                assert estimate_payload_tokens(payload) == conversation.account._sent_raw
+        for payload in seen:
+            assert_valid(payload)
+            assert 0.0 == payload.get("temperature")
+            assert 4000 == payload["max_tokens"]
+        replayed = Conversation.replay(records)
+        assert conversation.model_dump() == replayed.model_dump()
+        if stride == 1 and conversation.awaiting_reply:
+            fresh = make_strategy(name, budget, summary_schema=SUMMARY_SCHEMAS[schema_name])
+            assert strategy.compose_payload(
+                system, tool_specs, conversation
+            ) == fresh.compose_payload(system, tool_specs, conversation)
+
+    anyio.run(scenario, backend="asyncio")

@@ -1,0 +1,103 @@
+"""The Messages API validity checker: one test per documented rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from baton.context.validation import check_request, validate_request
+from baton.errors import InvalidRequestError
+
+
+def _use(tool_id: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_id, "name": "Read", "input": {}}
+
+
+def _result(tool_id: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": tool_id, "content": "ok", **extra}
+
+
+def _text(text: str = "hi", **extra: Any) -> dict[str, Any]:
+    return {"type": "text", "text": text, **extra}
+
+
+def _problems(messages: list[dict[str, Any]], **body: Any) -> list[str]:
+    request = {"max_tokens": 10, "messages": messages, **body}
+    return validate_request(request, require_model=False, strict_alternation=True)
+
+
+def test_a_well_formed_tool_round_trip_passes() -> None:
+    """user → assistant(tool_use) → user(tool_result first, then text) is valid."""
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [_text("reading"), _use("a"), _use("b")]},
+        {"role": "user", "content": [_result("a"), _result("b"), _text("and?")]},
+    ]
+    assert [] == _problems(messages)
+
+
+@pytest.mark.parametrize(
+    ("messages", "needle"),
+    [
+        ([{"role": "assistant", "content": "hi"}], "first message must use the user role"),
+        (
+            [{"role": "user", "content": "go"}, {"role": "assistant", "content": [_use("a")]}],
+            "without tool_result",
+        ),
+        (
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [_use("a")]},
+                {"role": "user", "content": [_text(), _result("a")]},
+            ],
+            "must come first",
+        ),
+        (
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [_use("a")]},
+                {"role": "user", "content": [_result("a")]},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": [_result("a")]},
+            ],
+            "corresponding `tool_use` block in the previous message",
+        ),
+        ([{"role": "user", "content": [_text("  ")]}], "non-whitespace text"),
+        ([{"role": "user", "content": ""}], "non-empty content"),
+        ([{"role": "tool", "content": "x"}], "Input should be 'user' or 'assistant'"),
+        (
+            [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}],
+            "roles must alternate",
+        ),
+        (
+            [{"role": "user", "content": [_text(cache_control={"type": "persistent"})]}],
+            "cache_control: must be",
+        ),
+    ],
+)
+def test_each_broken_rule_is_reported(messages: list[dict[str, Any]], needle: str) -> None:
+    """First message user; tool_use answered next; results first; no orphan result; no blank."""
+    problems = _problems(messages)
+    assert any(needle in p for p in problems), problems
+
+
+def test_more_than_four_breakpoints_counting_inside_tool_results() -> None:
+    """cache_control on a text block inside a tool_result counts towards the four."""
+    mark = {"cache_control": {"type": "ephemeral"}}
+    nested = {"type": "tool_result", "tool_use_id": "a", "content": [_text("x", **mark)]}
+    messages = [
+        {"role": "user", "content": [_text("a", **mark), _text("b", **mark), _text("z", **mark)]},
+        {"role": "assistant", "content": [_text("c", **mark), _use("a")]},
+        {"role": "user", "content": [nested]},
+    ]
+    assert any("maximum of 4" in p for p in _problems(messages))
+    messages[0]["content"] = [_text("a"), _text("b", **mark)]
+    assert [] == _problems(messages)
+
+
+def test_check_request_raises_with_every_problem() -> None:
+    """The raising form lists each broken rule."""
+    with pytest.raises(InvalidRequestError, match="model: Field required") as info:
+        check_request({"max_tokens": 0, "messages": []})
+    assert 3 == len(info.value.problems)
