@@ -11,7 +11,7 @@ from baton.errors import (
     UnknownActorError,
     UsageError,
 )
-from baton.runtime import Runtime, SupervisorPolicy
+from baton.runtime import Client, Runtime, SupervisorPolicy, connect
 
 __all__ = [
     "Actor",
@@ -19,6 +19,7 @@ __all__ = [
     "ActorRef",
     "AskTimeoutError",
     "BatonError",
+    "Client",
     "HandlerFailedError",
     "Runtime",
     "RuntimeFailure",
@@ -26,5 +27,6 @@ __all__ = [
     "UnhandledMessageError",
     "UnknownActorError",
     "UsageError",
+    "connect",
     "handler",
 ]

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from baton.actors._agent_state import ConversationState, load_state
 from baton.actors.actor import Actor, handler
-from baton.actors.agent_config import AgentConfig, TokenSink
+from baton.actors.agent_config import AgentConfig, ContextReporter, TokenSink
 from baton.actors.journal import JournalStore
 from baton.actors.messages import Dispatch, HandoffDelivered, Prompt
 from baton.actors.model import CallContext, Model, ModelResponse, Purpose, bind_call
@@ -74,6 +74,7 @@ class AgentSetup:
     handoff_to: str = "scheduler"
     purpose: Purpose = "turn"
     workspace: Path | None = None
+    context_reporter: ContextReporter | None = None
     strategy_options: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -102,6 +103,7 @@ class AgentActor(Actor):
         self.budget = ContextBudget.model_validate(setup.config, from_attributes=True)
         self._states: dict[str, ConversationState] = {}
         self._current: ConversationState | None = None
+        self._last: ConversationState | None = None
         self._toolbox = (
             setup.tools(ToolHooks(self._deliver, self._register_paths))
             if setup.tools is not None
@@ -113,11 +115,28 @@ class AgentActor(Actor):
 
     async def on_start(self) -> None:
         await self._fit_budget_to_model()
+        if self.setup.context_reporter is not None:
+            self.setup.context_reporter.register(self.actor_name, self.context_fill)
         for conversation in await self.setup.journal.conversations(self.actor_name):
             state = await self._state(conversation)
             if state.conversation.awaiting_reply:
                 log.info("agent.resuming", actor=self.actor_name, conversation=conversation)
                 await self.actor_ref.tell(ResumeRound(conversation=conversation))
+
+    async def on_stop(self) -> None:
+        if self.setup.context_reporter is not None:
+            self.setup.context_reporter.unregister(self.actor_name, self.context_fill)
+
+    def context_fill(self) -> dict[str, int]:
+        """The size of the conversation worked on last, against its window and threshold."""
+        state = self._last
+        budget = (state.budget if state is not None else None) or self.budget
+        tokens = state.conversation.context_tokens if state is not None else 0
+        return {
+            "context_tokens": tokens,
+            "context_window": budget.context_window,
+            "compact_threshold": budget.compact_threshold,
+        }
 
     async def _fit_budget_to_model(self) -> None:
         limits = await self.setup.model.limits()
@@ -166,7 +185,7 @@ class AgentActor(Actor):
         state = await self._state(conversation)
         scenario = None if conversation == MAIN_CONVERSATION else conversation
         with structlog.contextvars.bound_contextvars(scenario=scenario, conversation=conversation):
-            self._current = state
+            self._current = self._last = state
             try:
                 if text is not None:
                     if state.conversation.awaiting_reply:

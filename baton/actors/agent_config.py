@@ -6,11 +6,22 @@ it by the runtime's config loader.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 StrategyName = Literal["summarize", "sliding_window", "extract_state"]
+
+
+class ContextReporter(Protocol):
+    """Where an agent reports how full its context is (the runtime's status registry)."""
+
+    def register(self, actor: str, provider: Callable[[], Mapping[str, int]]) -> None: ...
+
+    def unregister(
+        self, actor: str, provider: Callable[[], Mapping[str, int]] | None = None
+    ) -> None: ...
 
 
 class TokenSink(Protocol):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from baton.actors.agent import AgentActor, AgentSetup, ToolHooks
-from baton.actors.agent_config import AgentConfig, TokenSink
+from baton.actors.agent_config import AgentConfig, ContextReporter, TokenSink
 from baton.actors.journal import JournalStore
 from baton.actors.model import Model
 from baton.actors.tools import (
@@ -84,6 +84,7 @@ def agent_setup(
     journal: JournalStore,
     token_log: TokenSink,
     handoff_to: str = SCHEDULER,
+    context_reporter: ContextReporter | None = None,
 ) -> AgentSetup:
     """Everything an `AgentActor` of `role` needs, from its config and the workspace."""
     return AgentSetup(
@@ -96,6 +97,7 @@ def agent_setup(
         tools=role_toolbox(role, workspace, config),
         handoff_to=handoff_to,
         workspace=workspace,
+        context_reporter=context_reporter,
     )
 
 

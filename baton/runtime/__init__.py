@@ -1,7 +1,24 @@
 """The runtime: actor registry, supervision, dead letters, config, logging and the token log."""
 
 from baton.actors.agent_config import AgentConfig
+from baton.runtime._workspace_claim import WorkspaceClaim, claim_workspace
+from baton.runtime.client import Client, connect
 from baton.runtime.config import BatonConfig, load_config, parse_config
+from baton.runtime.context_status import ContextFill, ContextProvider, ContextProviders
+from baton.runtime.control_api import create_control_app
+from baton.runtime.control_errors import (
+    CommandLineError,
+    ControlRequestError,
+    InvalidPayloadError,
+    MailboxStillFullError,
+    NoRuntimeError,
+    NoSchedulerError,
+    RemoteFailure,
+    SchedulerReplyFailure,
+    UnknownScenarioError,
+    WorkspaceBusyError,
+)
+from baton.runtime.control_server import ControlServer
 from baton.runtime.dead_letters import DeadLetter, DeadLetterLog
 from baton.runtime.logging import configure_logging
 from baton.runtime.runtime import ActorStatus, MailboxFactory, Runtime, memory_mailboxes
@@ -15,14 +32,33 @@ __all__ = [
     "ActorStatus",
     "AgentConfig",
     "BatonConfig",
+    "Client",
+    "CommandLineError",
+    "ContextFill",
+    "ContextProvider",
+    "ContextProviders",
+    "ControlRequestError",
+    "ControlServer",
     "DeadLetter",
     "DeadLetterLog",
+    "InvalidPayloadError",
     "MailboxFactory",
+    "MailboxStillFullError",
+    "NoRuntimeError",
+    "NoSchedulerError",
+    "RemoteFailure",
     "Runtime",
+    "SchedulerReplyFailure",
     "SupervisorPolicy",
     "TokenLog",
     "TokenRecord",
+    "UnknownScenarioError",
+    "WorkspaceBusyError",
+    "WorkspaceClaim",
+    "claim_workspace",
     "configure_logging",
+    "connect",
+    "create_control_app",
     "load_config",
     "memory_mailboxes",
     "parse_config",

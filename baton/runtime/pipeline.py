@@ -97,6 +97,7 @@ async def open_pipeline(
                     model=await model_for(config),
                     journal=journal,
                     token_log=runtime.token_log,
+                    context_reporter=runtime.context_providers,
                 )
                 if role == SCHEDULER:
                     setup = dataclasses.replace(setup, purpose="task_summary")

@@ -32,6 +32,7 @@ from baton.mailboxes.memory import MemoryMailbox
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.runtime._cell import ActorCell, ActorState, PendingAsk
 from baton.runtime.config import BatonConfig, load_config
+from baton.runtime.context_status import ContextProviders
 from baton.runtime.dead_letters import DeadLetterLog
 from baton.runtime.supervision import SupervisorPolicy
 from baton.runtime.token_log import TOKEN_LOG, TokenLog
@@ -84,6 +85,7 @@ class Runtime:
         self.token_log = token_log
         self.policy = policy
         self.dead_letters = DeadLetterLog(token_log=token_log)
+        self.context_providers = ContextProviders()  # filled by agent actors, read by status
         self._tg = task_group
         self._cells: dict[str, ActorCell] = {}
         self._types: dict[str, type[Actor]] = {}

@@ -1,0 +1,143 @@
+"""The control API's request and response bodies, shared by the server and the `Client`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from baton.actors.messages import ScenarioState
+from baton.runtime.context_status import ContextFill
+
+MAX_TIMEOUT = 3600.0
+DEFAULT_TELL_TIMEOUT = 10.0
+DEFAULT_ASK_TIMEOUT = 60.0
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(_Body):
+    type: str = Field(description="the baton error class, e.g. `UnknownActorError`")
+    message: str = Field(description="what went wrong and what to do about it")
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="the error's attributes (actor, timeout, cause...)"
+    )
+
+
+class ErrorBody(_Body):
+    """Every error response: `{"error": {"type": ..., "message": ...}}`."""
+
+    error: ErrorDetail
+
+
+class MessageRequest(_Body):
+    """A message for `tell` or `ask`, named by its type and given as JSON fields."""
+
+    type: str = Field(
+        min_length=1, max_length=200, description="the message class name, e.g. `Prompt`"
+    )
+    payload: dict[str, Any] = Field(
+        default_factory=dict, description="the message's fields, validated against its class"
+    )
+    timeout: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_TIMEOUT,
+        allow_inf_nan=False,
+        description=(
+            f"seconds: for ask, how long to wait for the reply (default {DEFAULT_ASK_TIMEOUT:g}); "
+            f"for tell, how long to wait for room in a full mailbox "
+            f"(default {DEFAULT_TELL_TIMEOUT:g})"
+        ),
+    )
+
+    @field_validator("payload")
+    @classmethod
+    def _valid_unicode(cls, payload: dict[str, Any]) -> dict[str, Any]:
+        # JSON lets a client escape a lone surrogate ("\ud800"); no reply or log line could
+        # carry it back out as UTF-8, so it is refused at the door.
+        if _has_lone_surrogate(payload):
+            raise ValueError("strings must be valid Unicode (found a lone surrogate escape)")
+        return payload
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(item) for item in value)
+    return False
+
+
+def utf8_safe(value: Any) -> Any:
+    """`value` with every string made encodable as UTF-8 (lone surrogates replaced)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {utf8_safe(k): utf8_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [utf8_safe(item) for item in value]
+    return value
+
+
+class RejectRequest(_Body):
+    reason: str = Field(min_length=1, description="why; it goes back to Init")
+
+
+class Told(_Body):
+    actor: str
+    type: str
+    queued: Literal[True] = True
+
+
+class AskReply(_Body):
+    actor: str
+    type: str | None = Field(description="the reply's class name when it is a pydantic model")
+    reply: Any = Field(description="the handler's return value as JSON")
+
+
+class Health(_Body):
+    status: Literal["ok"] = "ok"
+    pid: int
+    workspace: str | None
+    version: str
+
+
+class ActorReport(_Body):
+    name: str
+    actor_type: str
+    state: str
+    mailbox_depth: int
+    mailbox_capacity: int
+    handled: int
+    failures: int
+    restarts: int
+    stop_reason: str | None
+    context: ContextFill | None = Field(
+        None, description="context size and fill, for actors that report one"
+    )
+
+
+class StatusReport(_Body):
+    pid: int
+    workspace: str | None
+    actors: list[ActorReport]
+    scheduler: bool = Field(description="whether a scheduler actor is running")
+    scenarios: list[ScenarioState] = Field(description="every scenario the scheduler knows")
+    pending_approvals: list[ScenarioState] = Field(description="scenarios awaiting approval")
+    scenarios_error: str | None = Field(None, description="why scenarios could not be listed")
+    dead_letters: int = Field(description="messages dead-lettered since start")
+    token_log: str | None = Field(description="path of the token log")
+    token_records: int = Field(description="token-log records written since start")
+
+
+class StopAccepted(_Body):
+    stopping: Literal[True] = True

@@ -1,0 +1,119 @@
+"""Baton errors over HTTP: which status each one gets, its JSON body, and back again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baton import errors
+from baton.errors import (
+    ActorDeadError,
+    ActorExistsError,
+    AskTimeoutError,
+    BatonError,
+    HandlerFailedError,
+    MailboxFullError,
+    RuntimeFailure,
+    UnhandledMessageError,
+    UnknownActorError,
+    UsageError,
+)
+from baton.runtime import control_errors
+from baton.runtime._control_models import ErrorBody, ErrorDetail
+from baton.runtime.control_errors import (
+    InvalidPayloadError,
+    NoSchedulerError,
+    RemoteFailure,
+    SchedulerReplyFailure,
+    UnknownScenarioError,
+)
+
+# Looked up along the error's MRO, so a subclass gets its parent's status unless listed.
+_STATUS: dict[type[BatonError], int] = {
+    UnknownActorError: 404,
+    UnknownScenarioError: 404,
+    InvalidPayloadError: 422,
+    UnhandledMessageError: 400,
+    ActorExistsError: 409,
+    ActorDeadError: 409,
+    NoSchedulerError: 409,
+    HandlerFailedError: 502,
+    SchedulerReplyFailure: 502,
+    MailboxFullError: 503,
+    AskTimeoutError: 504,
+    UsageError: 400,
+    RuntimeFailure: 500,
+}
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def status_for(error: BatonError) -> int:
+    """The HTTP status that reports `error`."""
+    if isinstance(error, HandlerFailedError) and isinstance(error.cause, UsageError):
+        # The handler refused the request itself (say, an unknown scenario): the caller's to fix.
+        return 400
+    for klass in type(error).__mro__:
+        status = _STATUS.get(klass)
+        if status is not None:
+            return status
+    return 500
+
+
+def _detail_value(value: Any) -> Any:
+    if isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, BaseException):
+        return {"type": type(value).__name__, "message": str(value)}
+    if isinstance(value, list | tuple) and all(isinstance(item, _PLAIN) for item in value):
+        return list(value)
+    return str(value)
+
+
+def error_body(error: BatonError) -> ErrorBody:
+    """`{"error": {"type", "message", "details"}}` for `error`, details from its attributes."""
+    details = {
+        key: _detail_value(value) for key, value in vars(error).items() if not key.startswith("_")
+    }
+    return ErrorBody(
+        error=ErrorDetail(type=type(error).__name__, message=str(error), details=details)
+    )
+
+
+def _known_errors() -> dict[str, type[BatonError]]:
+    known: dict[str, type[BatonError]] = {}
+    for module in (errors, control_errors):
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, BatonError):
+                known[value.__name__] = value
+    return known
+
+
+_KNOWN = _known_errors()
+
+
+def rebuild_error(status: int, body: Any) -> BatonError:
+    """The baton error a client raises for an error response (`status`, decoded `body`)."""
+    try:
+        detail = ErrorBody.model_validate(body).error
+    except ValueError:
+        kind: type[BatonError] = UsageError if status < 500 else RuntimeFailure
+        return kind(f"the runtime answered HTTP {status} with an unexpected body: {body!r:.300}")
+    klass = _KNOWN.get(detail.type) or (UsageError if status < 500 else RemoteFailure)
+    # Built without __init__: the server's message already says what to do, and most
+    # constructors would rebuild it from arguments the body carries only as details.
+    error = klass.__new__(klass)
+    Exception.__init__(error, detail.message)
+    for key, value in detail.details.items():
+        if key.isidentifier() and key != "cause":
+            setattr(error, key, value)
+    if isinstance(error, RemoteFailure) and klass is RemoteFailure:
+        error.remote_type = detail.type
+    cause = detail.details.get("cause")
+    if isinstance(cause, dict):
+        remote = RemoteFailure(
+            f"{cause.get('type', 'Exception')}: {cause.get('message', '')}",
+            str(cause.get("type", "Exception")),
+        )
+        error.cause = remote  # type: ignore[attr-defined]
+        error.__cause__ = remote
+    return error

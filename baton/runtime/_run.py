@@ -1,0 +1,159 @@
+"""`baton run`: the long-lived process around one runtime and its control server."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+import structlog
+from anyio import CancelScope
+from anyio.abc import TaskStatus
+
+from baton.actors.actor import Actor
+from baton.actors.messages import ACTIVE_PHASES, SCHEDULER, ScenarioQuery, StartScenario
+from baton.errors import BatonError
+from baton.runtime._render import render_scenario
+from baton.runtime._workspace_claim import claim_workspace
+from baton.runtime.control_errors import CommandLineError, NoSchedulerError
+from baton.runtime.control_server import ControlServer
+from baton.runtime.pipeline import Pipeline, open_pipeline
+from baton.runtime.runtime import Runtime
+
+log = structlog.get_logger(__name__)
+
+IDLE_POLL = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What `baton run` was asked to do."""
+
+    workspace: Path
+    submit: str | None = None
+    requirement: str | None = None
+    exit_when_idle: bool = False
+    actors: Sequence[str] = ()
+    idle_poll: float = IDLE_POLL
+
+
+def load_actor_class(spec: str) -> tuple[str, type[Actor]]:
+    """`NAME=MODULE:CLASS` → the name and the imported `Actor` subclass."""
+    name, sep, target = spec.partition("=")
+    module_name, colon, class_name = target.partition(":")
+    if not sep or not colon or not name or not module_name or not class_name:
+        raise CommandLineError(
+            f"--actor {spec!r}: write it as NAME=MODULE:CLASS, e.g. greeter=app:Greeter"
+        )
+    # As uvicorn does for `module:app`: the current directory's modules are importable.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandLineError(f"--actor {spec!r}: cannot import {module_name!r} ({exc})") from None
+    found = getattr(module, class_name, None)
+    if not (isinstance(found, type) and issubclass(found, Actor)):
+        raise CommandLineError(
+            f"--actor {spec!r}: {module_name}.{class_name} is not an Actor subclass"
+        )
+    return name, found
+
+
+async def _watch_signals(stop: anyio.Event, *, task_status: TaskStatus[None]) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
+        async for received in signals:
+            log.info("run.signal", signal=signal.Signals(received).name)
+            stop.set()
+
+
+async def _cancel_when_set(event: anyio.Event, scope: CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+async def _cancel_when_idle(runtime: Runtime, poll: float, scope: CancelScope) -> None:
+    # The scheduler offers no "all done" event yet, so ask it for the scenarios' phases.
+    while runtime.is_alive(SCHEDULER):
+        try:
+            states = await runtime.ask(SCHEDULER, ScenarioQuery(), timeout=30)
+        except BatonError as exc:
+            log.warning("run.idle_check_failed", error=str(exc))
+        else:
+            phases = [getattr(state, "phase", None) for state in states or ()]
+            if not any(phase in ACTIVE_PHASES for phase in phases):
+                break
+        await anyio.sleep(poll)
+    log.info("run.idle")
+    scope.cancel()
+
+
+async def _start(
+    runtime: Runtime,
+    *,
+    pipeline: Pipeline,
+    server: ControlServer,
+    options: RunOptions,
+    actors: list[tuple[str, type[Actor]]],
+    out: TextIO,
+) -> None:
+    for name, actor_type in actors:
+        await runtime.spawn(name, actor_type)
+    if options.submit is not None and not runtime.is_alive(SCHEDULER):
+        raise NoSchedulerError
+    print(
+        f"baton: {pipeline.mode} · workspace {runtime.workspace} · socket {server.socket_path} · "
+        f"token log {runtime.token_log.path}",
+        file=out,
+        flush=True,
+    )
+    if options.submit is not None:
+        start = StartScenario(scenario=options.submit, requirement=options.requirement)
+        state = await runtime.ask(SCHEDULER, start, timeout=30)
+        print(f"submitted {render_scenario(state)}", file=out, flush=True)
+
+
+async def _serve(
+    options: RunOptions, actors: list[tuple[str, type[Actor]]], stop: anyio.Event, out: TextIO
+) -> None:
+    async with (
+        claim_workspace(options.workspace) as claim,
+        Runtime.open(claim.workspace) as runtime,
+        open_pipeline(runtime) as pipeline,
+        ControlServer.open(runtime, claim=claim) as server,
+    ):
+        # Only this scope is cancelled to stop: leaving the blocks above is the drain.
+        async with anyio.create_task_group() as serving:
+            serving.start_soon(_cancel_when_set, stop, serving.cancel_scope)
+            serving.start_soon(_cancel_when_set, server.stop_requested, serving.cancel_scope)
+            await _start(
+                runtime, pipeline=pipeline, server=server, options=options, actors=actors, out=out
+            )
+            if options.exit_when_idle:
+                serving.start_soon(
+                    _cancel_when_idle, runtime, options.idle_poll, serving.cancel_scope
+                )
+            await anyio.sleep_forever()
+        log.info("run.stopping", workspace=str(claim.workspace))
+
+
+async def run(options: RunOptions, out: TextIO) -> None:
+    """Serve the workspace until SIGINT/SIGTERM, `POST /stop`, or idleness if asked for."""
+    if options.requirement is not None and options.submit is None:
+        raise CommandLineError("--requirement goes with --submit SCENARIO; add the scenario")
+    actors = [load_actor_class(spec) for spec in options.actors]
+    stop = anyio.Event()
+    async with anyio.create_task_group() as watcher:
+        # Listening before the socket exists: a signal at any time after start drains.
+        await watcher.start(_watch_signals, stop)
+        try:
+            await _serve(options, actors, stop, out)
+        finally:
+            watcher.cancel_scope.cancel()

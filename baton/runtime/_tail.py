@@ -1,0 +1,119 @@
+"""Reading the token log file: every line now, or following it across rotation.
+
+`baton tail` reads the file directly, so it works whether or not a runtime is running.
+Following polls at end of file (as `tail -f` does): a rotation shows as the path naming a
+new file, whose old one is read to its end first; a truncation as the file shrinking.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import aiofiles
+import anyio
+from aiofiles.threadpool.binary import AsyncBufferedReader
+
+POLL_INTERVAL = 0.25
+_CHUNK = 64 * 1024
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def record_matches(record: Mapping[str, Any], *, actor: str | None, event: str | None) -> bool:
+    """Whether `record` passes the filters; `event` also matches its family (`handoff`)."""
+    if actor is not None and record.get("actor") != actor:
+        return False
+    if event is None:
+        return True
+    name = str(record.get("event", ""))
+    return name == event or name.startswith(f"{event}.")
+
+
+async def read_lines(path: Path) -> AsyncIterator[str]:
+    """Every complete line of the file now at `path` (none if there is no file)."""
+    try:
+        handle = await aiofiles.open(path, "rb")
+    except FileNotFoundError:
+        return
+    try:
+        async for raw in handle:
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if line.strip():
+                yield line
+    finally:
+        await handle.close()
+
+
+class _Follower:
+    def __init__(self, path: Path, interval: float, sleep: Sleep) -> None:
+        self._path = path
+        self._interval = interval
+        self._sleep = sleep
+        self._pending = b""
+
+    async def _open(self) -> AsyncBufferedReader:
+        while True:
+            try:
+                return await aiofiles.open(self._path, "rb")
+            except FileNotFoundError:
+                await self._sleep(self._interval)
+
+    async def _replaced(self, handle: AsyncBufferedReader) -> bool:
+        try:
+            current = await anyio.Path(self._path).stat()
+        except FileNotFoundError:
+            return True
+        return current.st_ino != os.fstat(handle.fileno()).st_ino
+
+    async def _truncated(self, handle: AsyncBufferedReader) -> bool:
+        try:
+            current = await anyio.Path(self._path).stat()
+        except FileNotFoundError:
+            return False
+        return current.st_size < await handle.tell()
+
+    def _split(self, chunk: bytes) -> list[str]:
+        *complete, self._pending = (self._pending + chunk).split(b"\n")
+        return [
+            text
+            for raw in complete
+            if (text := raw.decode("utf-8", errors="replace").rstrip("\r")).strip()
+        ]
+
+    async def lines(self) -> AsyncIterator[str]:
+        handle = await self._open()
+        try:
+            while True:
+                chunk = await handle.read(_CHUNK)
+                if chunk:
+                    for line in self._split(chunk):
+                        yield line
+                    continue
+                if await self._replaced(handle):
+                    # The writer closes the old file before renaming it, so what it holds
+                    # now is all it will ever hold: read it out, then take the new one.
+                    for line in self._split(await handle.read()):
+                        yield line
+                    self._pending = b""
+                    await handle.close()
+                    handle = await self._open()
+                elif await self._truncated(handle):
+                    await handle.seek(0)
+                    self._pending = b""
+                else:
+                    await self._sleep(self._interval)
+        finally:
+            await handle.close()
+
+
+def follow_lines(
+    path: Path, *, interval: float = POLL_INTERVAL, sleep: Sleep = anyio.sleep
+) -> AsyncIterator[str]:
+    """Every line of the file at `path`, then each line appended, across rotation; endless.
+
+    Waits for the file if it does not exist yet. `sleep` is what waits between polls.
+    """
+    return _Follower(path, interval, sleep).lines()

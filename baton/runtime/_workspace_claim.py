@@ -1,0 +1,124 @@
+"""One runtime per workspace: the pid file `<workspace>/.baton/baton.pid`, held locked.
+
+The claim is an exclusive `flock` on the pid file, held for the life of the process: the
+kernel releases it when the process dies however it dies, so a lock that can be taken means
+the previous holder is gone and its pid file and socket are stale. (Checking "pid alive and
+socket answers" instead would misjudge a reused pid, and a runtime still starting up.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import structlog
+
+from baton.errors import UsageError
+from baton.runtime.control_errors import WorkspaceBusyError
+
+log = structlog.get_logger(__name__)
+
+CONTROL_SOCKET = Path(".baton") / "control.sock"
+PID_FILE = Path(".baton") / "baton.pid"
+# sockaddr_un.sun_path holds 108 bytes on Linux (104 on macOS), the terminating NUL included.
+SOCKET_PATH_MAX = 103
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceClaim:
+    """Proof that this process holds `workspace`; where its control files live."""
+
+    workspace: Path
+    pid_file: Path
+    socket_path: Path
+
+
+def read_pid(pid_file: Path) -> int | None:
+    """The pid written in `pid_file`, or None if there is none or it is not a number."""
+    try:
+        text = pid_file.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _lock(pid_file: Path, workspace: Path) -> int:
+    """Open and lock the pid file that is at `pid_file` now; the fd stays open to hold it."""
+    for _ in range(5):
+        fd = os.open(pid_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise WorkspaceBusyError(workspace, read_pid(pid_file)) from None
+        except OSError as exc:
+            os.close(fd)
+            raise UsageError(f"cannot lock {pid_file}: {exc} — use a local directory") from None
+        # The previous holder may have unlinked the file between our open and our lock:
+        # then we hold a lock nobody else can see, so try again on the current file.
+        try:
+            same = os.fstat(fd).st_ino == os.stat(pid_file).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+    raise WorkspaceBusyError(workspace, read_pid(pid_file))
+
+
+def _claim(workspace: Path) -> tuple[WorkspaceClaim, int]:
+    control_dir = workspace / ".baton"
+    control_dir.mkdir(parents=True, exist_ok=True)
+    claim = WorkspaceClaim(workspace, workspace / PID_FILE, workspace / CONTROL_SOCKET)
+    size = len(os.fsencode(claim.socket_path))
+    if size > SOCKET_PATH_MAX:
+        raise UsageError(
+            f"the control socket path {claim.socket_path} is {size} bytes; Unix sockets allow "
+            f"{SOCKET_PATH_MAX} — use a workspace with a shorter path"
+        )
+    stale = read_pid(claim.pid_file)
+    fd = _lock(claim.pid_file, workspace)
+    try:
+        if stale is not None and stale != os.getpid():
+            log.info("control.stale_pid_removed", pid=stale, path=str(claim.pid_file))
+        if claim.socket_path.exists() or claim.socket_path.is_symlink():
+            claim.socket_path.unlink()
+            log.info("control.stale_socket_removed", path=str(claim.socket_path))
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return claim, fd
+
+
+def _release(claim: WorkspaceClaim, fd: int) -> None:
+    # Unlinked while still locked, so no newcomer can lock this file and believe it won.
+    with contextlib.suppress(FileNotFoundError):
+        claim.socket_path.unlink()
+    with contextlib.suppress(FileNotFoundError):
+        claim.pid_file.unlink()
+    os.close(fd)
+
+
+@asynccontextmanager
+async def claim_workspace(workspace: str | Path) -> AsyncIterator[WorkspaceClaim]:
+    """Hold `workspace` for this process for the block; refuse if a live runtime holds it.
+
+    A stale pid file or socket left by a process that died is replaced. On exit the pid
+    file and the socket are removed.
+    """
+    root = Path(await anyio.Path(workspace).resolve())
+    claim, fd = await anyio.to_thread.run_sync(_claim, root)
+    try:
+        yield claim
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_release, claim, fd)

@@ -1,0 +1,240 @@
+"""The `baton` CLI without a running process: usage errors, tail rendering, following."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from baton.runtime._render import fill_bar, render_record, token_log_table
+from baton.runtime._tail import follow_lines
+from baton.runtime.cli import main
+from baton.runtime.token_records import (
+    ContextCompacted,
+    HandoffSent,
+    MessageDeadLettered,
+    ModelCall,
+)
+
+MODEL_CALL: dict[str, Any] = {
+    "ts": "2025-06-01T12:03:04.123456Z",
+    "event": "model.call",
+    "actor": "init",
+    "scenario": "leave",
+    "conversation": "c1",
+    "model": "claude-opus-4-5",
+    "input_tokens": 1234,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 10000,
+    "output_tokens": 512,
+    "context_tokens": 100_000,
+    "context_window": 200_000,
+    "compact_threshold": 150_000,
+    "fill": 0.5,
+    "latency_ms": 812.0,
+    "stop_reason": "end_turn",
+    "turn": 3,
+    "purpose": "turn",
+}
+COMPACTED: dict[str, Any] = {
+    "ts": "2025-06-01T12:03:09.000000Z",
+    "event": "context.compacted",
+    "actor": "execute",
+    "scenario": "leave",
+    "conversation": "c2",
+    "tokens_before": 152_000,
+    "tokens_after": 21_000,
+    "kept_steps": 3,
+    "summary_tokens": 900,
+    "mode": "llm",
+    "latency_ms": 1500.0,
+}
+
+
+def write_log(workspace: Path, *records: dict[str, Any]) -> Path:
+    path = workspace / ".baton" / "logs" / "tokens.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def test_a_missing_command_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """`baton` alone exits 2 with one stderr line pointing at --help."""
+    code = main([])
+    err = capsys.readouterr().err
+    assert (2, 1) == (code, len(err.splitlines()))
+    assert "see `baton --help`" in err
+
+
+def test_a_bad_argument_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing required option exits 2 with one line naming it."""
+    code = main(["reject", "leave"])
+    err = capsys.readouterr().err
+    assert (2, ["baton reject: error: the following arguments are required: --reason"]) == (
+        code,
+        [line.split(" — ")[0] for line in err.splitlines()],
+    )
+
+
+def test_a_payload_that_is_not_a_json_object_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tell with a JSON array (or broken JSON) exits 2 before contacting any runtime."""
+    codes = [
+        main(["tell", "greeter", "Hello", "[1]", "--workspace", str(tmp_path)]),
+        main(["ask", "greeter", "Hello", "{nope", "--workspace", str(tmp_path)]),
+    ]
+    err = capsys.readouterr().err.splitlines()
+    assert ([2, 2], 2) == (codes, len(err))
+    assert "must be a JSON object" in err[0]
+
+
+def test_no_runtime_is_a_one_line_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """status against a workspace without a runtime exits 1 saying to start `baton run`."""
+    code = main(["status", "--workspace", str(tmp_path)])
+    err = capsys.readouterr().err
+    expected = (
+        f"baton status: error: no runtime in {tmp_path} — start one with "
+        f"`baton run --workspace {tmp_path}`\n"
+    )
+    assert (1, expected) == (code, err)
+
+
+def test_tail_without_a_log_says_where_it_looked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tail on a workspace with no token log exits 1 naming the path it read."""
+    code = main(["tail", "--workspace", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert 1 == code
+    assert str(tmp_path / ".baton" / "logs" / "tokens.jsonl") in err
+
+
+def test_fill_bar_marks_the_compaction_threshold() -> None:
+    """The bar fills to `fill` and carries `|` at the threshold's position."""
+    assert "[##########-----|-----]" == fill_bar(0.5, 0.75)
+    assert "[###############|#####]" == fill_bar(1.2, 0.75)
+
+
+def test_a_model_call_renders_tokens_and_the_fill_bar() -> None:
+    """A model.call line shows time, actor, model, the four token counts and the bar."""
+    expected = (
+        "12:03:04  init        claude-opus-4-5     in 1,234  cache-write 0  cache-read 10,000  "
+        "out 512  [##########-----|-----]  50% of 200,000"
+    )
+    assert expected == render_record(MODEL_CALL)
+
+
+def test_a_compaction_renders_as_a_marker() -> None:
+    """A context.compacted line shows before → after tokens and the mode."""
+    expected = (
+        "12:03:09  execute     == compacted 152,000 -> 21,000 tokens (llm, 3 steps kept, "
+        "summary 900 tokens) =="
+    )
+    assert expected == render_record(COMPACTED)
+
+
+def test_tail_prints_filters_and_passes_json_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tail prints one readable line per record; --actor/--event filter; --json is verbatim."""
+    path = write_log(tmp_path, MODEL_CALL, COMPACTED)
+    ws = ["--workspace", str(tmp_path)]
+    codes = [main(["tail", *ws])]
+    readable = capsys.readouterr().out.splitlines()
+    codes.append(main(["tail", "--json", "--actor", "execute", *ws]))
+    by_actor = capsys.readouterr().out.splitlines()
+    codes.append(main(["tail", "--json", "--event", "model", *ws]))
+    by_event = capsys.readouterr().out.splitlines()
+    lines = path.read_text().splitlines()
+    assert [0, 0, 0] == codes
+    assert [render_record(MODEL_CALL), render_record(COMPACTED)] == readable
+    assert ([lines[1]], [lines[0]]) == (by_actor, by_event)
+
+
+class Script:
+    """A `sleep` for follow_lines that performs the next file action instead of waiting."""
+
+    def __init__(self, *actions: Callable[[], None]) -> None:
+        self.actions = list(actions)
+
+    async def __call__(self, _: float) -> None:
+        await anyio.lowlevel.checkpoint()
+        if self.actions:
+            self.actions.pop(0)()
+
+
+def append(path: Path, text: str) -> Callable[[], None]:
+    def act() -> None:
+        with path.open("a") as handle:
+            handle.write(text)
+
+    return act
+
+
+async def test_following_survives_rotation_truncation_and_partial_lines(tmp_path: Path) -> None:
+    """follow_lines yields every line once, in order, across a rotation and a truncation."""
+    path = tmp_path / "tokens.jsonl"
+    path.write_text("1\n2\n")
+
+    def rotate() -> None:
+        with path.open("a") as handle:
+            handle.write("3\n")  # written to the old file just before it is renamed
+        path.rename(tmp_path / "tokens.jsonl.1")
+        path.write_text("4\n")
+
+    def truncate() -> None:
+        path.write_text("")
+
+    script = Script(
+        append(path, '5\n{"half'),
+        append(path, '": 1}\n'),
+        rotate,
+        lambda: None,
+        truncate,
+        append(path, "6\n"),
+    )
+    seen: list[str] = []
+    with anyio.fail_after(5):
+        async for line in follow_lines(path, interval=0, sleep=script):
+            seen.append(line)
+            if line == "6":
+                break
+    assert ["1", "2", "5", '{"half": 1}', "3", "4", "6"] == seen
+
+
+async def test_following_waits_for_the_file_to_appear(tmp_path: Path) -> None:
+    """follow_lines on a missing file waits until it exists, then reads it from the start."""
+    path = tmp_path / "tokens.jsonl"
+    script = Script(lambda: path.write_text("first\n"))
+    with anyio.fail_after(5):
+        lines = follow_lines(path, interval=0, sleep=script)
+        first = await anext(lines)
+        await lines.aclose()
+    assert "first" == first
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """`baton --version` exits 0 printing `baton <version>`."""
+    code = main(["--version"])
+    assert (0, f"baton {version('baton')}\n") == (code, capsys.readouterr().out)
+
+
+def test_readme_documents_every_token_log_field() -> None:
+    """README holds the token-log table exactly as generated from the record schema."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = token_log_table()
+    fields = {
+        name
+        for model in (ModelCall, ContextCompacted, HandoffSent, MessageDeadLettered)
+        for name in model.model_json_schema(by_alias=True)["properties"]
+    }
+    assert table in readme
+    assert set() == {name for name in fields if f"| `{name}` |" not in table}
