@@ -64,6 +64,9 @@ class StartScenario(_Message):
 
     scenario: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     requirement: str | None = None
+    auto_approve: bool | None = Field(
+        None, description="overrides the scenario's auto_approve for this run (HITL-1)"
+    )
 
 
 class Approve(_Message):

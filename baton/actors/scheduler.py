@@ -83,6 +83,8 @@ class SchedulerActor(AgentActor):
         if existing is not None and existing.active:
             return existing.state()
         config = await self._scenario_config(message)
+        if message.auto_approve is not None:
+            config = config.model_copy(update={"auto_approve": message.auto_approve})
         record = ScenarioRecord(
             scenario=message.scenario,
             requirement=message.requirement or config.requirement,

@@ -17,7 +17,13 @@ from anyio import CancelScope
 from anyio.abc import TaskStatus
 
 from baton.actors.actor import Actor
-from baton.actors.messages import ACTIVE_PHASES, SCHEDULER, ScenarioQuery, StartScenario
+from baton.actors.messages import (
+    ACTIVE_PHASES,
+    SCHEDULER,
+    ScenarioQuery,
+    ScenarioState,
+    StartScenario,
+)
 from baton.errors import BatonError
 from baton.runtime._render import render_scenario
 from baton.runtime._workspace_claim import claim_workspace
@@ -39,6 +45,7 @@ class RunOptions:
     submit: str | None = None
     requirement: str | None = None
     exit_when_idle: bool = False
+    auto_approve: bool = False
     actors: Sequence[str] = ()
     idle_poll: float = IDLE_POLL
 
@@ -79,18 +86,20 @@ async def _cancel_when_set(event: anyio.Event, scope: CancelScope) -> None:
     scope.cancel()
 
 
-async def _cancel_when_idle(runtime: Runtime, poll: float, scope: CancelScope) -> None:
+async def _cancel_when_idle(runtime: Runtime, poll: float, scope: CancelScope, out: TextIO) -> None:
     # The scheduler offers no "all done" event yet, so ask it for the scenarios' phases.
+    states: list[ScenarioState] = []
     while runtime.is_alive(SCHEDULER):
         try:
-            states = await runtime.ask(SCHEDULER, ScenarioQuery(), timeout=30)
+            states = list(await runtime.ask(SCHEDULER, ScenarioQuery(), timeout=30) or ())
         except BatonError as exc:
             log.warning("run.idle_check_failed", error=str(exc))
         else:
-            phases = [getattr(state, "phase", None) for state in states or ()]
-            if not any(phase in ACTIVE_PHASES for phase in phases):
+            if not any(state.phase in ACTIVE_PHASES for state in states):
                 break
         await anyio.sleep(poll)
+    for state in states:
+        print(f"ended {render_scenario(state)}", file=out, flush=True)
     log.info("run.idle")
     scope.cancel()
 
@@ -115,7 +124,11 @@ async def _start(
         flush=True,
     )
     if options.submit is not None:
-        start = StartScenario(scenario=options.submit, requirement=options.requirement)
+        start = StartScenario(
+            scenario=options.submit,
+            requirement=options.requirement,
+            auto_approve=True if options.auto_approve else None,
+        )
         state = await runtime.ask(SCHEDULER, start, timeout=30)
         print(f"submitted {render_scenario(state)}", file=out, flush=True)
 
@@ -138,7 +151,7 @@ async def _serve(
             )
             if options.exit_when_idle:
                 serving.start_soon(
-                    _cancel_when_idle, runtime, options.idle_poll, serving.cancel_scope
+                    _cancel_when_idle, runtime, options.idle_poll, serving.cancel_scope, out
                 )
             await anyio.sleep_forever()
         log.info("run.stopping", workspace=str(claim.workspace))
@@ -148,6 +161,8 @@ async def run(options: RunOptions, out: TextIO) -> None:
     """Serve the workspace until SIGINT/SIGTERM, `POST /stop`, or idleness if asked for."""
     if options.requirement is not None and options.submit is None:
         raise CommandLineError("--requirement goes with --submit SCENARIO; add the scenario")
+    if options.auto_approve and options.submit is None:
+        raise CommandLineError("--auto-approve goes with --submit SCENARIO; add the scenario")
     actors = [load_actor_class(spec) for spec in options.actors]
     stop = anyio.Event()
     async with anyio.create_task_group() as watcher:

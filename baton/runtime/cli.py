@@ -83,6 +83,7 @@ async def _run(args: argparse.Namespace) -> None:
         submit=args.submit,
         requirement=args.requirement,
         exit_when_idle=args.exit_when_idle,
+        auto_approve=args.auto_approve,
         actors=tuple(args.actor),
     )
     await run(options, sys.stdout)
@@ -90,7 +91,10 @@ async def _run(args: argparse.Namespace) -> None:
 
 async def _submit(args: argparse.Namespace) -> None:
     async with Client(args.workspace) as client:
-        _print(render_scenario(await client.submit(args.scenario, args.requirement)))
+        state = await client.submit(
+            args.scenario, args.requirement, auto_approve=True if args.auto_approve else None
+        )
+        _print(render_scenario(state))
 
 
 async def _tell(args: argparse.Namespace) -> None:
@@ -177,6 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--submit", metavar="SCENARIO", help="submit SCENARIO once started")
     run_cmd.add_argument("--requirement", metavar="TEXT", help="the requirement for --submit")
     run_cmd.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="approve --submit's Init → Execute handoffs without waiting for `baton approve`",
+    )
+    run_cmd.add_argument(
         "--exit-when-idle", action="store_true", help="exit once no scenario is active"
     )
     run_cmd.add_argument(
@@ -191,6 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     submit = command("submit", _submit, "submit a scenario to the scheduler")
     submit.add_argument("scenario", metavar="SCENARIO")
     submit.add_argument("--requirement", metavar="TEXT")
+    submit.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="approve its Init → Execute handoffs without waiting for `baton approve`",
+    )
 
     for name, handler, help_text in (
         ("tell", _tell, "send a message to an actor"),

@@ -208,9 +208,15 @@ class Client:
         reply = AskReply.model_validate(raw).reply
         return reply if reply_type is None else reply_type.model_validate(reply)
 
-    async def submit(self, scenario: str, requirement: str | None = None) -> ScenarioState:
-        """Submit a scenario to the scheduler."""
-        body = {"scenario": scenario, "requirement": requirement}
+    async def submit(
+        self,
+        scenario: str,
+        requirement: str | None = None,
+        *,
+        auto_approve: bool | None = None,
+    ) -> ScenarioState:
+        """Submit a scenario to the scheduler (`auto_approve` overrides its scenario.toml)."""
+        body = {"scenario": scenario, "requirement": requirement, "auto_approve": auto_approve}
         return ScenarioState.model_validate(await self._request("POST", "/scenarios", body=body))
 
     async def scenario(self, name: str) -> ScenarioState:

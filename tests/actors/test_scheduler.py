@@ -272,3 +272,12 @@ async def test_approving_without_a_pending_handoff_is_refused(tmp_path: Path) ->
         with pytest.raises(UsageError, match="no scenario 'mini'"):
             await rt.ask("scheduler", Approve(scenario=NAME))
         assert 0 == next(s.restarts for s in rt.status() if s.name == "scheduler")
+
+
+async def test_submitting_with_auto_approve_skips_the_approval_gate(tmp_path: Path) -> None:
+    """`auto_approve=True` on submit overrides the scenario's gate: it runs to completion."""
+    make_scenario(tmp_path, init=design_turns(1), execute=iteration_turns(1, 3, complete=True))
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME, auto_approve=True))
+        done = await wait_for_phase(rt, "completed", "failed", "awaiting_approval")
+    assert "completed" == done.phase
