@@ -11,7 +11,7 @@ import math
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 from starlette.applications import Starlette
@@ -29,7 +29,9 @@ from baton._standin_wire import (
     usage_body,
 )
 from baton.actors._prefix_cache import PrefixCache
+from baton.actors.model import CallContext, Model, bind_call
 from baton.actors.scripted_model import ScriptedResponse
+from baton.context.payload import Payload
 from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens
 from baton.context.validation import validate_request
 
@@ -117,6 +119,7 @@ class StandInState:
     policy: StandInPolicy
     cache: PrefixCache
     chunk_chars: int
+    model: Model | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
     replies: deque[ScriptedResponse] = field(default_factory=deque)
     faults: deque[Fault] = field(default_factory=deque)
@@ -284,9 +287,29 @@ class StandInApp:
             self._record(request, "messages", body, 529, fault=label)
             return self._error(529, fault.message, error_type=fault.error_type)
         self._record(request, "messages", body, 200, stream=stream, fault=label)
-        return await self._answer(body, stream, fault)
+        return await self._answer(body, stream, fault, CallContext.from_headers(request.headers))
 
-    async def _answer(self, body: Mapping[str, Any], stream: bool, fault: Fault | None) -> Response:
+    async def _reply_from_model(
+        self, body: Mapping[str, Any], call: CallContext | None
+    ) -> ScriptedResponse:
+        assert self.state.model is not None
+        payload = cast(Payload, {k: v for k, v in body.items() if k != "stream"})
+        if call is None:
+            response = await self.state.model.create(payload)
+        else:
+            with bind_call(call):
+                response = await self.state.model.create(payload)
+        return ScriptedResponse.model_validate(
+            {"content": response.content, "stop_reason": response.stop_reason}
+        )
+
+    async def _answer(
+        self,
+        body: Mapping[str, Any],
+        stream: bool,
+        fault: Fault | None,
+        call: CallContext | None = None,
+    ) -> Response:
         state = self.state
         state.in_flight += 1
         state.max_in_flight = max(state.max_in_flight, state.in_flight)
@@ -298,6 +321,8 @@ class StandInApp:
             if state.replies:
                 # A stream that breaks off never delivered its reply: keep it for the retry.
                 reply = state.replies[0] if breaks_off else state.replies.popleft()
+            elif self.state.model is not None:
+                reply = await self._reply_from_model(body, call)
             else:
                 reply = ScriptedResponse.model_validate(self.state.policy(body))
         finally:

@@ -31,6 +31,7 @@ from baton._standin_app import (
 from baton._standin_wire import DEFAULT_MODELS, StandInModel
 from baton.actors._prefix_cache import PrefixCache
 from baton.actors.anthropic_model import AnthropicModel
+from baton.actors.model import Model
 from baton.actors.scripted_model import ScriptedResponse
 
 DEFAULT_API_KEY = "sk-ant-standin-test-key"
@@ -71,14 +72,19 @@ class MessagesAPIStandIn:
         models: Mapping[str, StandInModel] | None = None,
         context_window: int | None = None,
         policy: StandInPolicy | None = None,
+        model: Model | None = None,
         min_cache_tokens: int = 1024,
         chunk_chars: int = 24,
     ) -> None:
+        """`model`, when given, answers every request not served from the reply queue, under
+        the `CallContext` the request's `x-baton-*` headers describe: a baton client talking
+        to this stand-in then gets exactly what that model would have said in-process."""
         self.state = StandInState(
             api_key=api_key,
             models=dict(DEFAULT_MODELS if models is None else models),
             context_window=context_window,
             policy=policy or default_standin_policy,
+            model=model,
             cache=PrefixCache(min_tokens=min_cache_tokens),
             chunk_chars=chunk_chars,
         )

@@ -297,10 +297,12 @@ class AnthropicModel:
 
     async def _attempt(self, body: dict[str, Any], stream: bool) -> Message:
         _silence_sdk_model_deprecation()
+        call = current_call()
+        headers = call.headers() if call is not None else {}
         if stream:
-            async with self._client.messages.stream(**body) as events:
+            async with self._client.messages.stream(**body, extra_headers=headers) as events:
                 return await events.get_final_message()
-        return cast(Message, await self._client.messages.create(**body))
+        return cast(Message, await self._client.messages.create(**body, extra_headers=headers))
 
     def _translate(self, exc: APIStatusError) -> BatonError:
         status = exc.status_code

@@ -112,6 +112,37 @@ class CallContext(BaseModel):
         """The fields a log line about this call carries."""
         return {"actor": self.actor, "turn": self.turn, "purpose": self.purpose}
 
+    def headers(self) -> dict[str, str]:
+        """HTTP headers naming the call, so proxies and test servers can tell calls apart."""
+        fields = {
+            "actor": self.actor,
+            "conversation": self.conversation,
+            "scenario": self.scenario,
+            "turn": str(self.turn),
+            "purpose": self.purpose,
+        }
+        return {f"{CALL_HEADER_PREFIX}{k}": v for k, v in fields.items() if v is not None}
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str]) -> CallContext | None:
+        """The context `headers()` described, or None when the request carries none."""
+        lowered = {k.lower(): v for k, v in headers.items()}
+        actor = lowered.get(f"{CALL_HEADER_PREFIX}actor")
+        if not actor:
+            return None
+        return cls.model_validate(
+            {
+                "actor": actor,
+                "conversation": lowered.get(f"{CALL_HEADER_PREFIX}conversation"),
+                "scenario": lowered.get(f"{CALL_HEADER_PREFIX}scenario"),
+                "turn": int(lowered.get(f"{CALL_HEADER_PREFIX}turn", "0")),
+                "purpose": lowered.get(f"{CALL_HEADER_PREFIX}purpose", "turn"),
+            }
+        )
+
+
+CALL_HEADER_PREFIX = "x-baton-"
+
 
 _current_call: ContextVar[CallContext | None] = ContextVar("baton_model_call", default=None)
 

@@ -194,7 +194,8 @@ class StrategyBase:
             messages.append({"role": "user", "content": [prompt]})
         payload["messages"] = messages
         payload["max_tokens"] = self.budget.summary_max_tokens
-        payload["temperature"] = 0.0
+        # Seed 000 asks for temperature 0, but API version 2026-10-21 (what SDK 2.x sends)
+        # answers any sampling parameter with a 400, so the summary call cannot pin it.
         return payload
 
     # --- compaction ------------------------------------------------------------------------

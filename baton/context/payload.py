@@ -59,7 +59,6 @@ class Payload(TypedDict):
     model: NotRequired[str]
     system: NotRequired[str | list[TextBlock]]
     tools: NotRequired[list[ToolSpec]]
-    temperature: NotRequired[float]
     metadata: NotRequired[dict[str, Any]]
     stop_sequences: NotRequired[list[str]]
 

@@ -15,6 +15,17 @@ from typing import Any
 from baton.errors import InvalidRequestError
 
 MAX_CACHE_BREAKPOINTS = 4
+# The body fields of `POST /v1/messages` in API version 2026-10-21 (the SDK 2.x default).
+REQUEST_FIELDS = frozenset(
+    {
+        "model", "max_tokens", "messages", "system", "tools", "tool_choice", "metadata",
+        "stop_sequences", "stream", "thinking", "cache_control", "container", "diagnostics",
+        "inference_geo", "output_config", "service_tier", "speed", "user_profile_id",
+        "workspace_id",
+    }
+)  # fmt: skip
+# Sampling parameters are refused with a 400 since 2026-10-21, even at their default values.
+SAMPLING_PARAMETERS = frozenset({"temperature", "top_p", "top_k"})
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 _TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 _ROLES = ("user", "assistant")
@@ -66,11 +77,13 @@ def _check_scalars(body: Mapping[str, Any], problems: list[str], require_model: 
     max_tokens = body.get("max_tokens")
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         problems.append("max_tokens: must be an integer >= 1")
-    temperature = body.get("temperature")
-    if temperature is not None and (
-        not isinstance(temperature, int | float) or not 0.0 <= float(temperature) <= 1.0
-    ):
-        problems.append("temperature: must be a number between 0 and 1")
+    for key in body:
+        if key in SAMPLING_PARAMETERS:
+            problems.append(
+                f"{key}: Extra inputs are not permitted (removed in API version 2026-10-21)"
+            )
+        elif key not in REQUEST_FIELDS:
+            problems.append(f"{key}: Extra inputs are not permitted")
 
 
 def _has_cache(block: Any, where: str = "", problems: list[str] | None = None) -> int:

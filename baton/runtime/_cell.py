@@ -103,6 +103,11 @@ class ActorCell:
         self._log_scope = MessageScope(name)
 
     @property
+    def busy(self) -> bool:
+        """Whether a handler is running right now."""
+        return self._log_scope.envelope is not None
+
+    @property
     def alive(self) -> bool:
         return self.state in (ActorState.STARTING, ActorState.RUNNING, ActorState.RESTARTING)
 

@@ -53,6 +53,7 @@ class Pipeline:
 
     mode: str
     models: dict[str, Model] = field(default_factory=dict)
+    offline: OfflineModel | None = None
 
 
 @asynccontextmanager
@@ -67,6 +68,7 @@ async def open_pipeline(
     journal = FileJournalStore(workspace)
     async with AsyncExitStack() as clients:
         offline = None if online(environ) else OfflineModel(workspace)
+        pipeline.offline = offline
 
         async def model_for(config: AgentConfig) -> Model:
             if offline is not None:

@@ -63,6 +63,7 @@ class ActorStatus:
     failures: int
     restarts: int
     stop_reason: str | None
+    busy: bool = False
 
 
 class Runtime:
@@ -248,6 +249,7 @@ class Runtime:
                 failures=cell.failures,
                 restarts=cell.restarts,
                 stop_reason=cell.stop_reason,
+                busy=cell.busy,
             )
             for cell in self._cells.values()
         ]

@@ -209,12 +209,11 @@ async def test_an_invalid_request_is_an_invalid_request_error() -> None:
 
 
 async def test_count_tokens_sends_only_what_the_endpoint_takes() -> None:
-    """count_tokens returns the API's count and drops max_tokens, temperature and the like."""
+    """count_tokens returns the API's count and drops max_tokens, stop_sequences and the like."""
     payload: Payload = {
         **ask("Count me."),
         "system": "You are terse.",
         "tools": [READ_TOOL],
-        "temperature": 0.0,
         "stop_sequences": ["END"],
     }
     async with MessagesAPIStandIn() as api, api.model() as model:

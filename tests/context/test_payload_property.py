@@ -144,7 +144,7 @@ def test_every_composed_payload_is_a_valid_request(
                 assert estimate_payload_tokens(payload) == conversation.account._sent_raw
         for payload in seen:
             assert_valid(payload)
-            assert 0.0 == payload.get("temperature")
+            assert "temperature" not in payload
             assert 4000 == payload["max_tokens"]
         replayed = Conversation.replay(records)
         assert conversation.model_dump() == replayed.model_dump()

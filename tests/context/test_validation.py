@@ -101,3 +101,20 @@ def test_check_request_raises_with_every_problem() -> None:
     with pytest.raises(InvalidRequestError, match="model: Field required") as info:
         check_request({"max_tokens": 0, "messages": []})
     assert 3 == len(info.value.problems)
+
+
+def test_sampling_parameters_and_unknown_fields_are_refused() -> None:
+    """API 2026-10-21 answers temperature/top_p/top_k (even at defaults) and unknown fields
+    with a 400, so the checker does too."""
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+        "temperature": 1.0,
+        "top_k": 5,
+        "colour": "blue",
+    }
+    problems = validate_request(body)
+    assert 3 == len(problems)
+    assert any(p.startswith("temperature: Extra inputs are not permitted") for p in problems)
+    assert "colour: Extra inputs are not permitted" in problems
