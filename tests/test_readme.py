@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+
+from baton.runtime.config import parse_config
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -22,11 +25,30 @@ def test_python_examples_run() -> None:
         assert 0 == result.returncode, result.stderr
 
 
-def test_ci_runs_the_readme_test_command() -> None:
-    """`.ci/run` takes its install-and-test command from README's marked block."""
-    marked = re.search(r"<!-- ci:test -->\n```sh\n(.+)\n```", README)
-    assert marked is not None
-    command = marked.group(1)
-    assert "pip install -e '.[dev]'" in command
-    assert command.endswith("pytest")
-    assert "<!-- ci:test -->" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+def test_ci_runs_both_readme_commands() -> None:
+    """`.ci/run` takes the install-and-test and the main-job commands from README's marked
+    blocks; the Quickstart has exactly those two commands."""
+    quickstart = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"<!-- ci:(\w+) -->\n```sh\n(.+)\n```", quickstart)
+    assert ["main", "test"] == sorted(name for name, _ in commands)
+    assert 2 == quickstart.count("```sh")
+    found = dict(commands)
+    assert "pip install -e '.[dev]'" in found["test"]
+    assert found["test"].endswith("pytest")
+    assert "baton run --submit leave_application" in found["main"]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "readme_command test" in ci
+    assert "readme_command main" in ci
+
+
+def test_toml_examples_are_valid_config() -> None:
+    """README's `baton.toml` example is accepted as it stands, and means what it says."""
+    blocks = re.findall(r"```toml\n(.*?)```", README, flags=re.DOTALL)
+    assert 1 == len(blocks)
+    config = parse_config(tomllib.loads(blocks[0]))
+    execute = config.agent("execute")
+    assert (1_000_000, 700_000, 5) == (
+        execute.context_window,
+        execute.compact_threshold,
+        execute.keep_recent_steps,
+    )

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from baton.actors.messages import scenario_of
 from baton.actors.model import ModelResponse
 from baton.context.conversation import Conversation
 from baton.context.records import RECORD_TYPES
@@ -31,11 +32,12 @@ class ConversationState:
     turn: int = 0
     budget: ContextBudget | None = None
     loaded_tokens: int = 0
+    handed_off: bool = False
     system_prompt: str | None = None
 
     @property
     def scenario(self) -> str | None:
-        return None if self.id == MAIN else self.id
+        return None if self.id == MAIN else scenario_of(self.id)
 
 
 def load_state(
@@ -45,16 +47,20 @@ def load_state(
     base_budget: ContextBudget,
 ) -> ConversationState:
     """Replay a journal: conversation records rebuild the conversation; the actor's own
-    `response` / `summary` records are kept only while nothing has superseded them, and a
-    `budget` record gives the conversation its own budget."""
+    `response` / `summary` records are kept only while nothing has superseded them, a
+    `budget` record gives the conversation its own budget, and a `handoff` record marks the
+    current round as handed off."""
     conversation = Conversation(id=conversation_id)
     pending_response: ModelResponse | None = None
     pending_summary: str | None = None
     budget: ContextBudget | None = None
+    handed_off = False
     for record in records:
         kind = record.get("type")
         if kind in RECORD_TYPES:
             conversation.apply(record)
+            if kind == "round":
+                handed_off = False
             if kind == "step":
                 pending_response = None
             elif kind == "compaction":
@@ -63,6 +69,8 @@ def load_state(
             pending_response = ModelResponse.model_validate(record["response"])
         elif kind == "summary" and record.get("compaction") == conversation.compactions:
             pending_summary = str(record["text"])
+        elif kind == "handoff":
+            handed_off = True
         elif kind == "budget":
             budget = ContextBudget.model_validate(
                 {**base_budget.model_dump(), **record["overrides"]}
@@ -75,4 +83,5 @@ def load_state(
         pending_response=pending_response,
         pending_summary=pending_summary,
         turn=conversation.next_seq,
+        handed_off=handed_off,
     )

@@ -25,10 +25,10 @@ from baton.actors._agent_state import ConversationState, load_state
 from baton.actors.actor import Actor, handler
 from baton.actors.agent_config import AgentConfig, ContextReporter, TokenSink
 from baton.actors.journal import JournalStore
-from baton.actors.messages import Dispatch, HandoffDelivered, Prompt
+from baton.actors.messages import Dispatch, HandoffDelivered, Prompt, RoundEnded
 from baton.actors.model import CallContext, Model, ModelResponse, Purpose, bind_call
 from baton.actors.tools import Toolbox
-from baton.actors.tools.handoff import Deliver, RegisterPaths
+from baton.actors.tools.handoff import Deliver, HandoffTool, RegisterPaths
 from baton.context.events import ContextEvent
 from baton.context.packages import ContextPackage, parse_package
 from baton.context.payload import Payload, ToolResultBlock, ToolUseBlock
@@ -110,6 +110,7 @@ class AgentActor(Actor):
             else Toolbox([])
         )
         self._specs = self._toolbox.specs()
+        self._handoff_tools = self._toolbox.names_of(HandoffTool)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -171,19 +172,41 @@ class AgentActor(Actor):
     async def dispatch(self, message: Dispatch) -> str:
         """Run a round of the scenario's conversation with the Scheduler's context."""
         if message.budget:
-            await self._set_budget(message.scenario, message.budget)
-        return await self._run_round(message.scenario, render_dispatch(message))
+            await self._set_budget(message.conversation_id, message.budget)
+        text = await self._run_round(message.conversation_id, render_dispatch(message))
+        await self._report_round_end(message.conversation_id, text)
+        return text
 
     @handler
     async def resume(self, message: ResumeRound) -> str:
         """Finish a round that a crash interrupted."""
-        return await self._run_round(message.conversation, None)
+        text = await self._run_round(message.conversation, None)
+        if message.conversation != MAIN_CONVERSATION:
+            await self._report_round_end(message.conversation, text)
+        return text
+
+    async def _report_round_end(self, conversation: str, text: str) -> None:
+        """A scenario round that ended without a handoff would leave the scenario waiting
+        on this agent for ever: tell the Scheduler, which nudges or fails it."""
+        state = await self._state(conversation)
+        if state.handed_off or not self._handoff_tools or state.scenario is None:
+            return
+        log.warning("agent.round_ended_without_handoff", actor=self.actor_name)
+        await self.actor_ref.peer(self.setup.handoff_to).tell(
+            RoundEnded(
+                scenario=state.scenario,
+                conversation=conversation,
+                source=self.actor_name,
+                text=text[:2000],
+            ),
+            sender=self.actor_name,
+        )
 
     # --- the loop --------------------------------------------------------------------------------
 
     async def _run_round(self, conversation: str, text: str | None) -> str:
         state = await self._state(conversation)
-        scenario = None if conversation == MAIN_CONVERSATION else conversation
+        scenario = state.scenario
         with structlog.contextvars.bound_contextvars(scenario=scenario, conversation=conversation):
             self._current = self._last = state
             try:
@@ -192,6 +215,7 @@ class AgentActor(Actor):
                         await self._drive(state)  # an interrupted round finishes first
                     await self._record(state, state.conversation.start_round(text))
                     state.loaded_tokens = 0
+                    state.handed_off = False
                 return await self._drive(state)
             finally:
                 self._current = None
@@ -403,12 +427,15 @@ class AgentActor(Actor):
         await self.actor_ref.peer(target).tell(
             HandoffDelivered(
                 scenario=state.scenario or state.id,
+                conversation=state.id,
                 source=self.actor_name,
                 handoff_id=handoff_id,
                 package=handoff,
             ),
             sender=self.actor_name,
         )
+        state.handed_off = True
+        await self._journal(state, {"type": "handoff", "handoff_id": handoff_id})
         self.setup.token_log.emit(
             "handoff.sent",
             handoff_type=handoff.handoff_type,

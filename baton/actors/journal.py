@@ -25,7 +25,7 @@ from baton.errors import JournalCorruptError, UsageError
 log = structlog.get_logger(__name__)
 
 JOURNAL_DIR = Path(".baton") / "journal"
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 
 
 class JournalStore(Protocol):
@@ -47,7 +47,8 @@ class JournalStore(Protocol):
 def _check_name(kind: str, name: str) -> str:
     if not _SAFE_NAME.match(name):
         raise UsageError(
-            f"invalid {kind} name {name!r} for a journal: use letters, digits, '_', '-', '.', ':'"
+            f"invalid {kind} name {name!r} for a journal: "
+            "use letters, digits, '_', '-', '.', ':', '@'"
         )
     return name
 

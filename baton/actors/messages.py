@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from baton.context.agent_context import AgentContext
 from baton.context.packages import HandoffPackage
@@ -27,6 +27,20 @@ ScenarioPhase = Literal[
 ACTIVE_PHASES: frozenset[str] = frozenset(
     {"designing", "awaiting_approval", "executing", "returned_to_init"}
 )
+
+
+RUN_SEPARATOR = "@"
+"""Scenario names never contain it, so `scenario@run` conversation ids are unambiguous."""
+
+
+def scenario_conversation(scenario: str, run: int) -> str:
+    """The conversation id of a scenario's `run`-th submission: fresh history per run."""
+    return scenario if run <= 1 else f"{scenario}{RUN_SEPARATOR}{run}"
+
+
+def scenario_of(conversation: str) -> str:
+    """The scenario a conversation id belongs to."""
+    return conversation.partition(RUN_SEPARATOR)[0]
 
 
 class _Message(BaseModel):
@@ -48,6 +62,22 @@ class Dispatch(_Message):
     budget: dict[str, Any] | None = Field(
         None, description="context budget overrides for this scenario's conversation"
     )
+    conversation: str | None = Field(
+        None,
+        description="the agent's conversation for this run of the scenario; default: the scenario",
+    )
+
+    @model_validator(mode="after")
+    def _conversation_is_the_scenarios(self) -> Self:
+        if self.conversation is not None and scenario_of(self.conversation) != self.scenario:
+            raise ValueError(
+                f"conversation {self.conversation!r} is not one of scenario {self.scenario!r}"
+            )
+        return self
+
+    @property
+    def conversation_id(self) -> str:
+        return self.conversation or self.scenario
 
 
 class HandoffDelivered(_Message):
@@ -55,8 +85,18 @@ class HandoffDelivered(_Message):
 
     scenario: str = Field(min_length=1)
     source: str = Field(min_length=1, description="the actor that handed off")
+    conversation: str | None = Field(None, description="the sender's conversation")
     handoff_id: str = Field(min_length=1)
     package: HandoffPackage
+
+
+class RoundEnded(_Message):
+    """An agent ended a scenario round without handing off: the Scheduler must decide."""
+
+    scenario: str = Field(min_length=1)
+    conversation: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="the agent whose round ended")
+    text: str = Field("", description="the round's final assistant text (cut to 2000 chars)")
 
 
 class StartScenario(_Message):

@@ -13,7 +13,12 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from baton.actors.messages import ACTIVE_PHASES, ScenarioPhase, ScenarioState
+from baton.actors.messages import (
+    ACTIVE_PHASES,
+    ScenarioPhase,
+    ScenarioState,
+    scenario_conversation,
+)
 from baton.context.artifacts import write_atomic
 from baton.context.packages import HandoffPackage
 from baton.errors import ConfigError, UsageError
@@ -86,6 +91,7 @@ class ScenarioRecord(BaseModel):
 
     scenario: str
     requirement: str
+    run: int = Field(1, ge=1, description="how many times the scenario has been submitted")
     phase: ScenarioPhase = "designing"
     iteration: int = 0
     config: ScenarioConfig
@@ -94,12 +100,18 @@ class ScenarioRecord(BaseModel):
     last_report: str | None = None
     reason: str | None = None
     applied_handoffs: list[str] = Field(default_factory=list)
+    nudges: int = Field(0, description="rounds ended without a handoff since the last one")
     history: list[dict[str, Any]] = Field(default_factory=list)
     findings: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def active(self) -> bool:
         return self.phase in ACTIVE_PHASES
+
+    @property
+    def conversation(self) -> str:
+        """The agents' conversation for this run: a resubmitted scenario starts afresh."""
+        return scenario_conversation(self.scenario, self.run)
 
     def state(self, *, started: bool = False) -> ScenarioState:
         """The public view of this record."""

@@ -9,6 +9,7 @@ scenario's conversation of the Scheduler, so its context has a budget and compac
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -21,6 +22,7 @@ from baton.actors.messages import (
     Dispatch,
     HandoffDelivered,
     Reject,
+    RoundEnded,
     ScenarioQuery,
     ScenarioState,
     StartScenario,
@@ -49,6 +51,15 @@ log = structlog.get_logger(__name__)
 
 _ITERATION = re.compile(r"iteration_(\d+)")
 
+MAX_NUDGES = 2
+"""Rounds an agent may end without a handoff, each answered by a reminder, before failing."""
+
+_WAITING_ON = {"designing": INIT, "returned_to_init": INIT, "executing": EXECUTE}
+_HANDOFF_TOOL_HINT = {
+    INIT: "handoff_to_execute",
+    EXECUTE: "return_to_init (the design must change) or complete_scenario (criteria met)",
+}
+
 
 def iteration_of(execution_output_dir: str) -> int:
     """The N of `.../iteration_N` (0 when the path names none)."""
@@ -63,9 +74,16 @@ def _join(directory: str, relative: str) -> str:
 class SchedulerActor(AgentActor):
     """The Scheduler: one state machine per scenario; dispatches to `init` and `execute`."""
 
-    def __init__(self, setup: AgentSetup, workspace: Path) -> None:
+    def __init__(
+        self,
+        setup: AgentSetup,
+        workspace: Path,
+        on_ended: Callable[[ScenarioState], None] | None = None,
+    ) -> None:
         super().__init__(setup)
         self.workspace = workspace
+        # Called after an ended scenario is persisted: lets a host wait for the end, not poll.
+        self.on_ended = on_ended
         self.store = ScenarioStore(workspace)
         self.artifacts = ArtifactStore(workspace)
         self.records: dict[str, ScenarioRecord] = {}
@@ -88,6 +106,7 @@ class SchedulerActor(AgentActor):
         record = ScenarioRecord(
             scenario=message.scenario,
             requirement=message.requirement or config.requirement,
+            run=existing.run + 1 if existing is not None else 1,
             config=config,
         )
         record.note("submitted", requirement=record.requirement)
@@ -140,10 +159,15 @@ class SchedulerActor(AgentActor):
         record = self.records.get(message.scenario)
         if record is None:
             raise UsageError(f"handoff for unknown scenario {message.scenario!r}")
+        if message.conversation not in (None, record.conversation) or not record.active:
+            # A handoff from an earlier run (or after the end), re-sent by a crash: not ours.
+            log.info("scheduler.stale_handoff", handoff_id=message.handoff_id)
+            return
         if message.handoff_id in record.applied_handoffs:
             log.info("scheduler.duplicate_handoff", handoff_id=message.handoff_id)
             return
         record.applied_handoffs.append(message.handoff_id)
+        record.nudges = 0
         package = message.package
         self._emit_handoff(
             "handoff.received", package, source=message.source, target=self.actor_name
@@ -152,6 +176,35 @@ class SchedulerActor(AgentActor):
             await self._on_design(record, message.handoff_id, package)
         elif isinstance(package, ExecuteToInitContext | ScenarioCompletion):
             await self._on_iteration(record, package, package.execution_output_dir)
+
+    @handler
+    async def round_ended(self, message: RoundEnded) -> None:
+        """An agent stopped without handing off: remind it, and after `MAX_NUDGES` reminders
+        fail the scenario with its last words, rather than wait for ever."""
+        record = self.records.get(message.scenario)
+        if (
+            record is None
+            or message.conversation != record.conversation
+            or _WAITING_ON.get(record.phase) != message.source
+        ):
+            log.info("scheduler.stale_round_end", source=message.source, scenario=message.scenario)
+            return
+        last_words = " ".join(message.text.split())[:300] or "(no text)"
+        if record.nudges >= MAX_NUDGES:
+            reason = (
+                f"{message.source} ended {record.nudges + 1} rounds without a handoff; "
+                f"it last said: {last_words}"
+            )
+            await self._finish(record, "failed", reason)
+            return
+        record.nudges += 1
+        record.note("nudged", agent=message.source, text=last_words)
+        why = (
+            f"your last round ended without a handoff, so the scenario is waiting on you: "
+            f"finish the task and call {_HANDOFF_TOOL_HINT[message.source]}"
+        )
+        # No package: the agent's conversation (and its key-fact ledger) already holds it.
+        await self._dispatch(record, message.source, None, why)
 
     async def _on_design(
         self, record: ScenarioRecord, handoff_id: str, package: InitToExecuteContext
@@ -272,6 +325,7 @@ class SchedulerActor(AgentActor):
                 agent_context=context,
                 package=package,
                 budget=record.config.actors.get(agent),
+                conversation=record.conversation,
             ),
             sender=self.actor_name,
         )
@@ -291,7 +345,7 @@ class SchedulerActor(AgentActor):
             lines.append(f"Package ({package.handoff_type}): {package.model_dump_json()}")
         if record.findings:
             lines.append(f"Findings so far: {record.findings}")
-        return await self._run_round(record.scenario, "\n".join(lines))
+        return await self._run_round(record.conversation, "\n".join(lines))
 
     async def _finish(self, record: ScenarioRecord, phase: Any, reason: str) -> None:
         record.phase = phase
@@ -300,6 +354,8 @@ class SchedulerActor(AgentActor):
         record.note(phase, reason=reason)
         await self.store.save(record)
         log.info("scheduler.scenario_ended", scenario=record.scenario, phase=phase, reason=reason)
+        if self.on_ended is not None:
+            self.on_ended(record.state())
 
     # --- helpers ------------------------------------------------------------------------------
 

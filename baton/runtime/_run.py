@@ -34,8 +34,6 @@ from baton.runtime.runtime import Runtime
 
 log = structlog.get_logger(__name__)
 
-IDLE_POLL = 1.0
-
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
@@ -47,7 +45,6 @@ class RunOptions:
     exit_when_idle: bool = False
     auto_approve: bool = False
     actors: Sequence[str] = ()
-    idle_poll: float = IDLE_POLL
 
 
 def load_actor_class(spec: str) -> tuple[str, type[Actor]]:
@@ -86,18 +83,29 @@ async def _cancel_when_set(event: anyio.Event, scope: CancelScope) -> None:
     scope.cancel()
 
 
-async def _cancel_when_idle(runtime: Runtime, poll: float, scope: CancelScope, out: TextIO) -> None:
-    # The scheduler offers no "all done" event yet, so ask it for the scenarios' phases.
+async def _cancel_when_stopped(runtime: Runtime, name: str, scope: CancelScope) -> None:
+    await runtime.wait_stopped(name)
+    scope.cancel()
+
+
+async def _cancel_when_idle(
+    runtime: Runtime, pipeline: Pipeline, scope: CancelScope, out: TextIO
+) -> None:
     states: list[ScenarioState] = []
     while runtime.is_alive(SCHEDULER):
+        next_end = pipeline.next_scenario_end()
         try:
             states = list(await runtime.ask(SCHEDULER, ScenarioQuery(), timeout=30) or ())
         except BatonError as exc:
+            # A busy scheduler may miss the deadline: ask again rather than wait for an end
+            # that may already have happened.
             log.warning("run.idle_check_failed", error=str(exc))
-        else:
-            if not any(state.phase in ACTIVE_PHASES for state in states):
-                break
-        await anyio.sleep(poll)
+            continue
+        if not any(state.phase in ACTIVE_PHASES for state in states):
+            break
+        async with anyio.create_task_group() as race:
+            race.start_soon(_cancel_when_set, next_end, race.cancel_scope)
+            race.start_soon(_cancel_when_stopped, runtime, SCHEDULER, race.cancel_scope)
     for state in states:
         print(f"ended {render_scenario(state)}", file=out, flush=True)
     log.info("run.idle")
@@ -150,9 +158,7 @@ async def _serve(
                 runtime, pipeline=pipeline, server=server, options=options, actors=actors, out=out
             )
             if options.exit_when_idle:
-                serving.start_soon(
-                    _cancel_when_idle, runtime, options.idle_poll, serving.cancel_scope, out
-                )
+                serving.start_soon(_cancel_when_idle, runtime, pipeline, serving.cancel_scope, out)
             await anyio.sleep_forever()
         log.info("run.stopping", workspace=str(claim.workspace))
 

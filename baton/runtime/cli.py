@@ -21,7 +21,6 @@ import structlog
 
 from baton.errors import BatonError, UsageError
 from baton.runtime._render import render_record, render_scenario, render_status
-from baton.runtime._run import RunOptions, run
 from baton.runtime._tail import follow_lines, read_lines, record_matches
 from baton.runtime.client import Client
 from baton.runtime.control_errors import CommandLineError
@@ -78,6 +77,9 @@ def _print(text: str) -> None:
 
 
 async def _run(args: argparse.Namespace) -> None:
+    # Imported here: the server side (FastAPI, uvicorn) is needed by `run` alone.
+    from baton.runtime._run import RunOptions, run  # noqa: PLC0415
+
     options = RunOptions(
         workspace=Path(args.workspace),
         submit=args.submit,

@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import anyio
 import structlog
 
 from baton.mailboxes.envelope import Envelope
@@ -44,10 +45,13 @@ class DeadLetterLog:
         self._letters: deque[DeadLetter] = deque(maxlen=keep)
         self._clock = clock
         self._total = 0
+        self._added = anyio.Event()
 
     def dead_letter(self, envelope: Envelope, reason: str) -> None:
         self._letters.append(DeadLetter(envelope, reason, self._clock()))
         self._total += 1
+        added, self._added = self._added, anyio.Event()
+        added.set()
         fields = {
             "actor": envelope.recipient,
             "message_id": envelope.id,
@@ -63,6 +67,11 @@ class DeadLetterLog:
     def total(self) -> int:
         """How many messages were dead-lettered since start (the log keeps only the newest)."""
         return self._total
+
+    async def wait_total(self, count: int) -> None:
+        """Return once `count` messages in all have been dead-lettered."""
+        while self._total < count:
+            await self._added.wait()
 
     def __iter__(self) -> Iterator[DeadLetter]:
         return iter(list(self._letters))

@@ -15,10 +15,12 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
+import anyio
 import structlog
 
 from baton.actors.agent_config import AgentConfig
 from baton.actors.journal import FileJournalStore
+from baton.actors.messages import ScenarioState
 from baton.actors.model import Model
 from baton.actors.offline_model import OfflineModel
 from baton.actors.roles import EXECUTE, INIT, SCHEDULER, ExecuteActor, InitActor, agent_setup
@@ -54,6 +56,15 @@ class Pipeline:
     mode: str
     models: dict[str, Model] = field(default_factory=dict)
     offline: OfflineModel | None = None
+    _next_end: anyio.Event = field(default_factory=anyio.Event)
+
+    def next_scenario_end(self) -> anyio.Event:
+        """Set when the next scenario ends; take it *before* checking, so no end is missed."""
+        return self._next_end
+
+    def _scenario_ended(self, state: ScenarioState) -> None:
+        ended, self._next_end = self._next_end, anyio.Event()
+        ended.set()
 
 
 @asynccontextmanager
@@ -103,7 +114,9 @@ async def open_pipeline(
                 )
                 if role == SCHEDULER:
                     setup = dataclasses.replace(setup, purpose="task_summary")
-                    await runtime.spawn(role, SchedulerActor, setup, workspace)
+                    await runtime.spawn(
+                        role, SchedulerActor, setup, workspace, pipeline._scenario_ended
+                    )
                 else:
                     await runtime.spawn(role, InitActor if role == INIT else ExecuteActor, setup)
                 spawned.append(role)

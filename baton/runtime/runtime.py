@@ -233,6 +233,10 @@ class Runtime:
         cell = self._cells.get(name)
         return cell is not None and cell.alive
 
+    async def wait_stopped(self, name: str) -> None:
+        """Return once the actor `name` has stopped (at once if it already has)."""
+        await self._cell(name).done.wait()
+
     def names(self) -> list[str]:
         return list(self._cells)
 

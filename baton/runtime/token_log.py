@@ -80,6 +80,7 @@ class TokenLog:
         self._send = send
         self._receive = receive
         self._followers: set[MemoryObjectSendStream[dict[str, Any]]] = set()
+        self._follower_added = anyio.Event()
         self._file: AsyncBufferedIOBase | None = None
         self._size = 0
         self._written = 0
@@ -138,12 +139,19 @@ class TokenLog:
         """Receive every record emitted from now on, as a dict, until the block ends."""
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](_FOLLOW_BUFFER)
         self._followers.add(send)
+        added, self._follower_added = self._follower_added, anyio.Event()
+        added.set()
         try:
             async with receive:
                 yield receive
         finally:
             self._followers.discard(send)
             send.close()
+
+    async def wait_followers(self, count: int = 1) -> None:
+        """Return once at least `count` followers receive records (say, a client's tail)."""
+        while len(self._followers) < count:
+            await self._follower_added.wait()
 
     async def _write_all(self) -> None:
         async with self._receive:

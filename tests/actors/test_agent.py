@@ -11,13 +11,16 @@ import pytest
 from pydantic import BaseModel
 
 from baton import Actor, Runtime, handler
+from baton.actors._agent_state import load_state
 from baton.actors.agent import AgentActor, AgentSetup, ToolHooks
 from baton.actors.agent_config import AgentConfig
 from baton.actors.journal import FileJournalStore
-from baton.actors.messages import HandoffDelivered, Prompt
+from baton.actors.messages import Dispatch, HandoffDelivered, Prompt, RoundEnded
 from baton.actors.roles import InitActor, agent_setup, role_toolbox, shipped_prompt
 from baton.actors.scripted_model import Script, ScriptedModel
 from baton.actors.tools import Sandbox, Toolbox, ToolOutcome, file_tools
+from baton.context.agent_context import AgentContext
+from baton.context.strategy import ContextBudget
 from baton.context.validation import validate_request
 from baton.runtime.token_log import TOKEN_LOG
 
@@ -48,14 +51,19 @@ def assert_all_requests_valid(model: ScriptedModel) -> None:
 
 
 class Recorder(Actor):
-    """Stands in for the Scheduler: keeps every handoff it is sent."""
+    """Stands in for the Scheduler: keeps every handoff and round end it is sent."""
 
-    def __init__(self, received: list[HandoffDelivered]) -> None:
+    def __init__(self, received: list[HandoffDelivered], ended: list[RoundEnded] | None = None):
         self.received = received
+        self.ended = ended if ended is not None else []
 
     @handler
     async def delivered(self, message: HandoffDelivered) -> None:
         self.received.append(message)
+
+    @handler
+    async def round_ended(self, message: RoundEnded) -> None:
+        self.ended.append(message)
 
 
 def read(path: str) -> dict[str, Any]:
@@ -260,6 +268,62 @@ async def test_an_invalid_handoff_is_corrected_on_the_next_step(tmp_path: Path) 
     assert [("init", "scheduler", "init_to_execute")] == [
         (line["from"], line["to"], line["handoff_type"]) for line in sent
     ]
+
+
+async def test_a_dispatched_round_without_a_handoff_is_reported(tmp_path: Path) -> None:
+    """A scenario round that ends without a handoff tells the Scheduler (with the last text);
+    one that handed off does not; the `handoff` journal record carries that across a replay."""
+    design = "scenarios/leave/"
+    files = {
+        "unified_scenario_design_path": f"{design}unified_scenario_design.yaml",
+        "business_rules_path": f"{design}BusinessRules.md",
+        "format_specifications_path": f"{design}format_specifications.json",
+    }
+    model = scripted(
+        [
+            "I would rather not decide yet.",
+            {"tool_use": [write(path, "x: 1\n")["tool_use"] for path in files.values()]},
+            {
+                "tool_use": {
+                    "name": "handoff_to_execute",
+                    "input": {"user_requirement": "请假申请", "design_artifacts": files},
+                }
+            },
+            "Handed off.",
+        ]
+    )
+    received: list[HandoffDelivered] = []
+    ended: list[RoundEnded] = []
+    journal = FileJournalStore(tmp_path)
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("scheduler", Recorder, received, ended)
+        setup = agent_setup(
+            "init",
+            config(),
+            workspace=tmp_path,
+            model=model,
+            journal=journal,
+            token_log=rt.token_log,
+        )
+        await rt.spawn("init", InitActor, setup)
+        for task in ("design it", "design it now"):
+            context = AgentContext(task_summary=task)
+            await rt.ask(
+                "init", Dispatch(scenario="leave", conversation="leave@2", agent_context=context)
+            )
+    assert [("leave", "leave@2", "init", "I would rather not decide yet.")] == [
+        (e.scenario, e.conversation, e.source, e.text) for e in ended
+    ]
+    assert [("leave", "leave@2")] == [(r.scenario, r.conversation) for r in received]
+    records = await journal.read("init", "leave@2")
+    budget = ContextBudget.model_validate(config(), from_attributes=True)
+    replayed = load_state("leave@2", records, lambda _: None, budget)  # type: ignore[arg-type,return-value]
+    first_round = records[: [r["type"] for r in records].index("round", 1)]
+    assert (True, False) == (
+        replayed.handed_off,
+        load_state("leave@2", first_round, lambda _: None, budget).handed_off,  # type: ignore[arg-type,return-value]
+    )
+    assert "leave" == replayed.scenario
 
 
 def test_role_toolboxes_hold_the_documented_tools(tmp_path: Path) -> None:

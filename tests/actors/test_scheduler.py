@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from baton import Runtime
+from baton.actors.journal import FileJournalStore
 from baton.actors.messages import (
     Approve,
     HandoffDelivered,
@@ -18,6 +19,7 @@ from baton.actors.messages import (
     ScenarioState,
     StartScenario,
 )
+from baton.actors.scheduler import MAX_NUDGES
 from baton.context.artifacts import FailureSummary, Layer1ProblemsReport, Sample
 from baton.context.packages import InitToExecuteContext
 from baton.errors import UsageError
@@ -281,3 +283,55 @@ async def test_submitting_with_auto_approve_skips_the_approval_gate(tmp_path: Pa
         await rt.ask("scheduler", StartScenario(scenario=NAME, auto_approve=True))
         done = await wait_for_phase(rt, "completed", "failed", "awaiting_approval")
     assert "completed" == done.phase
+
+
+async def test_an_agent_that_never_hands_off_is_reminded_then_the_scenario_fails(
+    tmp_path: Path,
+) -> None:
+    """Rounds ended without a handoff get a reminder naming the tool; after MAX_NUDGES the
+    scenario fails with the agent's last words instead of waiting for ever."""
+    words = [
+        {"content": [{"type": "text", "text": f"Still pondering, take {n}."}]} for n in range(3)
+    ]
+    make_scenario(tmp_path, init=words, execute=[])
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME))
+        done = await wait_for_phase(rt, "completed", "failed")
+    assert "failed" == done.phase
+    assert done.reason is not None
+    assert f"init ended {MAX_NUDGES + 1} rounds without a handoff" in done.reason
+    assert "Still pondering, take 2." in done.reason
+    journal = await FileJournalStore(tmp_path).read("init", NAME)
+    inputs = [r["text"] for r in journal if r["type"] == "round"]
+    assert MAX_NUDGES + 1 == len(inputs)
+    assert all("call handoff_to_execute" in text for text in inputs[1:])
+    assert "call handoff_to_execute" not in inputs[0]
+
+
+async def test_a_resubmitted_ended_scenario_runs_afresh(tmp_path: Path) -> None:
+    """Submitting a scenario that ended starts run 2 in new conversations (the first run's
+    history does not leak in), and a late handoff from run 1 is not applied to run 2."""
+    make_scenario(tmp_path, init=design_turns(1), execute=iteration_turns(1, 3, complete=True))
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME, auto_approve=True))
+        first = await wait_for_phase(rt, "completed", "failed")
+        second = await rt.ask("scheduler", StartScenario(scenario=NAME))
+        waiting = await wait_for_phase(rt, "awaiting_approval")
+        assert waiting.pending_approval is not None
+        package = InitToExecuteContext(
+            user_requirement="stale", design_artifacts=DESIGN, timestamp="2026-01-04T10:30:00"
+        )
+        stale = HandoffDelivered(
+            scenario=NAME, conversation=NAME, source="init", handoff_id="init:x:9", package=package
+        )
+        await rt.ask("scheduler", stale)
+        still = await state_of(rt)
+        await rt.ask("scheduler", Approve(scenario=NAME))
+        done = await wait_for_phase(rt, "completed", "failed")
+    assert ("completed", True, "completed") == (first.phase, second.started, done.phase)
+    assert still.pending_approval == waiting.pending_approval
+    journal = FileJournalStore(tmp_path)
+    for actor in ("init", "execute"):
+        assert {NAME, f"{NAME}@2"} <= set(await journal.conversations(actor))
+        rounds = [r for r in await journal.read(actor, f"{NAME}@2") if r["type"] == "round"]
+        assert 1 == len(rounds)

@@ -160,8 +160,7 @@ async def test_tail_reads_the_file_then_follows_new_records(tmp_path: Path) -> N
         async with anyio.create_task_group() as tg:
             tg.start_soon(follow)
             with anyio.fail_after(5):
-                while not runtime.token_log._followers:  # noqa: ASYNC110 - the server subscribes
-                    await anyio.sleep(0.01)
+                await runtime.token_log.wait_followers()
             runtime.token_log.emit(
                 "actor.restarted", actor="a", restarts=2, backoff_ms=0, reason="y"
             )
@@ -197,8 +196,7 @@ async def test_leaving_the_server_ends_a_following_tail(tmp_path: Path) -> None:
         async with baton.connect(tmp_path) as client:
             tg.start_soon(follow, client)
             with anyio.fail_after(5):
-                while not runtime.token_log._followers:  # noqa: ASYNC110 - the server subscribes
-                    await anyio.sleep(0.01)
+                await runtime.token_log.wait_followers()
             stop_server.set()
             with anyio.fail_after(5):
                 await ended.wait()

@@ -84,8 +84,7 @@ async def test_status_reports_actors_context_and_dead_letters(tmp_path: Path) ->
     async with serve_api(tmp_path) as api:
         await api.call("POST", "/actors/failing/tell", {"type": "Boom"})
         with anyio.fail_after(5):
-            while api.runtime.dead_letters.total < 1:  # noqa: ASYNC110 - settles after 3 tries
-                await anyio.sleep(0.01)
+            await api.runtime.dead_letters.wait_total(1)
         status, body = await api.call("GET", "/status")
     actors = {actor["name"]: actor for actor in body["actors"]}
     assert 200 == status

@@ -299,6 +299,27 @@ async def test_stopping_an_actor_fails_its_pending_asks() -> None:
             await rt.tell("life", Note(sender="s", n=2))
 
 
+async def test_wait_stopped_returns_when_the_actor_stops() -> None:
+    """A waiter on `wait_stopped` stays blocked while the actor lives, and wakes at its stop."""
+    woke: list[bool] = []
+    async with Runtime.open() as rt:
+        await rt.spawn("greeter", Greeter)
+
+        async def waiter() -> None:
+            await rt.wait_stopped("greeter")
+            woke.append(rt.is_alive("greeter"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waiter)
+            await wait_all_tasks_blocked()
+            assert [] == woke
+            await rt.stop("greeter")
+        assert [False] == woke
+        await rt.wait_stopped("greeter")  # already stopped: returns at once
+        with pytest.raises(UnknownActorError):
+            await rt.wait_stopped("nobody")
+
+
 async def test_status_reports_each_actor() -> None:
     """`status` lists every actor with its type, state and counters."""
     async with Runtime.open() as rt:

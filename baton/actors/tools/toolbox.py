@@ -57,6 +57,10 @@ class Toolbox:
         """The tool names, in the order the tools were given."""
         return list(self._tools)
 
+    def names_of(self, kind: type[object]) -> list[str]:
+        """The names of the tools that are instances of `kind`."""
+        return [name for name, tool in self._tools.items() if isinstance(tool, kind)]
+
     def specs(self) -> list[ToolSpec]:
         """The `tools` entries of a Messages API request, in the order the tools were given."""
         return [tool_spec(tool) for tool in self._tools.values()]
