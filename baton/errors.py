@@ -110,7 +110,14 @@ class AskTimeoutError(RuntimeFailure, TimeoutError):
         super().__init__(f"actor {actor!r} did not reply within {timeout:g}s; raise the timeout")
 
 
-class MailboxFullError(RuntimeFailure):
+class MailboxBlockedError(RuntimeFailure):
+    """Raised when `send_nowait` cannot finish without waiting; `await send()` instead.
+
+    A durable mailbox raises it for every `send_nowait`: its write goes through a worker
+    thread, and the message must be stored before the sender goes on."""
+
+
+class MailboxFullError(MailboxBlockedError):
     """Raised when `send_nowait` finds the mailbox at capacity; `send` would wait instead."""
 
     def __init__(self, name: str, capacity: int) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from baton.actors.messages import scenario_of
@@ -34,6 +34,10 @@ class ConversationState:
     loaded_tokens: int = 0
     handed_off: bool = False
     system_prompt: str | None = None
+    # Keys of the requests that opened rounds, and the latest one: a request delivered again
+    # (after a crash, or re-sent) finishes its round instead of opening a second.
+    round_keys: set[str] = field(default_factory=set)
+    round_key: str | None = None
 
     @property
     def scenario(self) -> str | None:
@@ -55,12 +59,17 @@ def load_state(
     pending_summary: str | None = None
     budget: ContextBudget | None = None
     handed_off = False
+    round_keys: set[str] = set()
+    round_key: str | None = None
     for record in records:
         kind = record.get("type")
         if kind in RECORD_TYPES:
             conversation.apply(record)
             if kind == "round":
                 handed_off = False
+                round_key = record.get("key")
+                if round_key is not None:
+                    round_keys.add(round_key)
             if kind == "step":
                 pending_response = None
             elif kind == "compaction":
@@ -84,4 +93,6 @@ def load_state(
         pending_summary=pending_summary,
         turn=conversation.next_seq,
         handed_off=handed_off,
+        round_keys=round_keys,
+        round_key=round_key,
     )

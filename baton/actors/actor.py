@@ -69,6 +69,9 @@ class Actor:
     """
 
     actor_ref: ActorRef
+    # The envelope of the message being handled: its id is stable across redeliveries, which
+    # is what lets a handler recognise a message it already acted on before a crash.
+    actor_envelope: Envelope | None = None
     _actor_handlers: ClassVar[dict[type, str] | None] = None
 
     @property

@@ -166,26 +166,42 @@ class AgentActor(Actor):
     @handler
     async def prompt(self, message: Prompt) -> str:
         """Run a round of the `main` conversation; the reply is the final assistant text."""
-        return await self._run_round(MAIN_CONVERSATION, message.text)
+        return await self._run_round(MAIN_CONVERSATION, message.text, key=self._message_key())
 
     @handler
     async def dispatch(self, message: Dispatch) -> str:
         """Run a round of the scenario's conversation with the Scheduler's context."""
+        conversation = message.conversation_id
+        key = message.dispatch_id or self._message_key()
+        state = await self._state(conversation)
+        if key is not None and key in state.round_keys and key != state.round_key:
+            # An old work order delivered again: its round is long done, and later ones too.
+            log.info("agent.duplicate_dispatch", actor=self.actor_name, key=key)
+            return ""
         if message.budget:
-            await self._set_budget(message.conversation_id, message.budget)
-        text = await self._run_round(message.conversation_id, render_dispatch(message))
-        await self._report_round_end(message.conversation_id, text)
+            await self._set_budget(conversation, message.budget)
+        text = await self._run_round(conversation, render_dispatch(message), key=key)
+        await self._report_round_end(conversation, text, message.dispatch_id)
         return text
 
     @handler
     async def resume(self, message: ResumeRound) -> str:
-        """Finish a round that a crash interrupted."""
+        """Finish a round that a crash interrupted (unless its redelivered request did)."""
+        state = await self._state(message.conversation)
+        if not state.conversation.awaiting_reply:
+            return ""
         text = await self._run_round(message.conversation, None)
         if message.conversation != MAIN_CONVERSATION:
-            await self._report_round_end(message.conversation, text)
+            await self._report_round_end(message.conversation, text, None)
         return text
 
-    async def _report_round_end(self, conversation: str, text: str) -> None:
+    def _message_key(self) -> str | None:
+        envelope = self.actor_envelope
+        return envelope.id if envelope is not None else None
+
+    async def _report_round_end(
+        self, conversation: str, text: str, dispatch_id: str | None
+    ) -> None:
         """A scenario round that ended without a handoff would leave the scenario waiting
         on this agent for ever: tell the Scheduler, which nudges or fails it."""
         state = await self._state(conversation)
@@ -198,24 +214,36 @@ class AgentActor(Actor):
                 conversation=conversation,
                 source=self.actor_name,
                 text=text[:2000],
+                dispatch_id=dispatch_id or state.round_key,
             ),
             sender=self.actor_name,
         )
 
     # --- the loop --------------------------------------------------------------------------------
 
-    async def _run_round(self, conversation: str, text: str | None) -> str:
+    async def _run_round(
+        self, conversation: str, text: str | None, *, key: str | None = None
+    ) -> str:
+        """Run a round opened by `text` (None: finish the open one). A `key` already seen is
+        the same request again: its round is finished, or its answer given, not re-run."""
         state = await self._state(conversation)
         scenario = state.scenario
         with structlog.contextvars.bound_contextvars(scenario=scenario, conversation=conversation):
             self._current = self._last = state
             try:
-                if text is not None:
+                if text is not None and (key is None or key not in state.round_keys):
                     if state.conversation.awaiting_reply:
                         await self._drive(state)  # an interrupted round finishes first
-                    await self._record(state, state.conversation.start_round(text))
+                    await self._record(state, state.conversation.start_round(text, key=key))
                     state.loaded_tokens = 0
                     state.handed_off = False
+                    if key is not None:
+                        state.round_keys.add(key)
+                        state.round_key = key
+                elif text is not None:
+                    log.info("agent.request_redelivered", actor=self.actor_name, key=key)
+                    if key != state.round_key:
+                        return ""  # a request older than the open round: long answered
                 return await self._drive(state)
             finally:
                 self._current = None
@@ -298,6 +326,7 @@ class AgentActor(Actor):
         await self._journal(
             state, {"type": "response", "turn": turn, "response": response.model_dump(mode="json")}
         )
+        self._log_call(state, response, turn=turn, purpose=self.setup.purpose)
         return response
 
     async def _call(
@@ -311,7 +340,13 @@ class AgentActor(Actor):
             purpose=purpose,
         )
         with bind_call(context):
-            response = await self.setup.model.create(payload)
+            return await self.setup.model.create(payload)
+
+    def _log_call(
+        self, state: ConversationState, response: ModelResponse, *, turn: int, purpose: Purpose
+    ) -> None:
+        """The `model.call` line, written once the reply is journaled: after a crash, a call
+        with a line is never made again."""
         usage = response.usage
         budget = state.budget or self.budget
         window = budget.context_window
@@ -331,15 +366,13 @@ class AgentActor(Actor):
             turn=turn,
             purpose=purpose,
         )
-        return response
 
     async def _compact(self, state: ConversationState) -> None:
         async def summarize(payload: Payload) -> str:
             if state.pending_summary is not None:
                 return state.pending_summary  # written before a crash: not paid for twice
-            response = await self._call(
-                state, payload, turn=state.conversation.next_seq, purpose="compaction"
-            )
+            turn = state.conversation.next_seq
+            response = await self._call(state, payload, turn=turn, purpose="compaction")
             await self._journal(
                 state,
                 {
@@ -348,6 +381,7 @@ class AgentActor(Actor):
                     "text": response.text,
                 },
             )
+            self._log_call(state, response, turn=turn, purpose="compaction")
             return response.text
 
         compaction = await state.strategy.compact(state.conversation, summarize)

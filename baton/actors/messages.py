@@ -66,6 +66,11 @@ class Dispatch(_Message):
         None,
         description="the agent's conversation for this run of the scenario; default: the scenario",
     )
+    dispatch_id: str | None = Field(
+        None,
+        min_length=1,
+        description="names this work order: the same id delivered twice runs one round",
+    )
 
     @model_validator(mode="after")
     def _conversation_is_the_scenarios(self) -> Self:
@@ -97,6 +102,7 @@ class RoundEnded(_Message):
     conversation: str = Field(min_length=1)
     source: str = Field(min_length=1, description="the agent whose round ended")
     text: str = Field("", description="the round's final assistant text (cut to 2000 chars)")
+    dispatch_id: str | None = Field(None, description="the dispatch whose round this was")
 
 
 class StartScenario(_Message):

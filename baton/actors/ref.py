@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from baton.errors import MailboxFullError
+from baton.errors import MailboxBlockedError
 
 
 class Router(Protocol):
@@ -38,7 +38,7 @@ class ActorRef:
         try:
             # Skipping a coroutine layer when there is room is most of a tell's cost.
             self._router.tell_nowait(self.name, message, sender=sender)
-        except MailboxFullError:
+        except MailboxBlockedError:
             await self._router.tell(self.name, message, sender=sender)
 
     async def ask(

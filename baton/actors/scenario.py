@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton.actors.messages import (
     ACTIVE_PHASES,
+    Dispatch,
     ScenarioPhase,
     ScenarioState,
     scenario_conversation,
@@ -101,6 +102,10 @@ class ScenarioRecord(BaseModel):
     reason: str | None = None
     applied_handoffs: list[str] = Field(default_factory=list)
     nudges: int = Field(0, description="rounds ended without a handoff since the last one")
+    dispatches: int = Field(0, description="work orders sent so far; numbers the next one")
+    outbox: Dispatch | None = Field(
+        None, description="the latest work order, sent again on start (agents dedupe it)"
+    )
     history: list[dict[str, Any]] = Field(default_factory=list)
     findings: dict[str, Any] = Field(default_factory=dict)
 
@@ -112,6 +117,11 @@ class ScenarioRecord(BaseModel):
     def conversation(self) -> str:
         """The agents' conversation for this run: a resubmitted scenario starts afresh."""
         return scenario_conversation(self.scenario, self.run)
+
+    def next_dispatch_id(self) -> str:
+        """The id of the next work order: derived from saved state, so a handler re-run
+        after a crash names the same order again."""
+        return f"{self.conversation}#{self.dispatches + 1}"
 
     def state(self, *, started: bool = False) -> ScenarioState:
         """The public view of this record."""

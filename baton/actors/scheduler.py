@@ -91,6 +91,13 @@ class SchedulerActor(AgentActor):
     async def on_start(self) -> None:
         await super().on_start()
         self.records = await self.store.load_all()
+        for record in self.records.values():
+            if record.active and record.outbox is not None and record.pending is None:
+                # Saved but perhaps never sent before a crash: send again; the agent runs a
+                # work order once, however often it arrives.
+                target = _WAITING_ON.get(record.phase)
+                if target is not None:
+                    await self.actor_ref.peer(target).tell(record.outbox, sender=self.actor_name)
 
     # --- requests from people (CLI, API) ------------------------------------------------------
 
@@ -182,10 +189,12 @@ class SchedulerActor(AgentActor):
         """An agent stopped without handing off: remind it, and after `MAX_NUDGES` reminders
         fail the scenario with its last words, rather than wait for ever."""
         record = self.records.get(message.scenario)
+        latest = record.outbox.dispatch_id if record is not None and record.outbox else None
         if (
             record is None
             or message.conversation != record.conversation
             or _WAITING_ON.get(record.phase) != message.source
+            or (message.dispatch_id is not None and message.dispatch_id != latest)
         ):
             log.info("scheduler.stale_round_end", source=message.source, scenario=message.scenario)
             return
@@ -304,8 +313,9 @@ class SchedulerActor(AgentActor):
         metadata: dict[str, Any] | None = None,
     ) -> None:
         record.reason = why
+        dispatch_id = record.next_dispatch_id()
         context = AgentContext(
-            task_summary=await self._task_summary(record, agent, package, why),
+            task_summary=await self._task_summary(record, agent, package, why, dispatch_id),
             relevant_history=list(record.history[-10:]),
             shared_findings=dict(record.findings),
             metadata={
@@ -318,22 +328,29 @@ class SchedulerActor(AgentActor):
             },
         )
         record.note("dispatched", to=agent, why=why)
-        await self.store.save(record)
-        await self.actor_ref.peer(agent).tell(
-            Dispatch(
-                scenario=record.scenario,
-                agent_context=context,
-                package=package,
-                budget=record.config.actors.get(agent),
-                conversation=record.conversation,
-            ),
-            sender=self.actor_name,
+        order = Dispatch(
+            scenario=record.scenario,
+            agent_context=context,
+            package=package,
+            budget=record.config.actors.get(agent),
+            conversation=record.conversation,
+            dispatch_id=dispatch_id,
         )
+        record.dispatches += 1
+        record.outbox = order
+        # Saved before it is sent: a crash in between leaves it in the outbox for `on_start`.
+        await self.store.save(record)
+        await self.actor_ref.peer(agent).tell(order, sender=self.actor_name)
         if package is not None:
             self._emit_handoff("handoff.sent", package, source=self.actor_name, target=agent)
 
     async def _task_summary(
-        self, record: ScenarioRecord, agent: str, package: HandoffPackage | None, why: str
+        self,
+        record: ScenarioRecord,
+        agent: str,
+        package: HandoffPackage | None,
+        why: str,
+        dispatch_id: str,
     ) -> str:
         lines = [
             f"Write the task summary for the {agent} agent.",
@@ -345,7 +362,10 @@ class SchedulerActor(AgentActor):
             lines.append(f"Package ({package.handoff_type}): {package.model_dump_json()}")
         if record.findings:
             lines.append(f"Findings so far: {record.findings}")
-        return await self._run_round(record.conversation, "\n".join(lines))
+        # Keyed by the work order: re-run after a crash, it reuses the summary already paid for.
+        return await self._run_round(
+            record.conversation, "\n".join(lines), key=f"task-summary:{dispatch_id}"
+        )
 
     async def _finish(self, record: ScenarioRecord, phase: Any, reason: str) -> None:
         record.phase = phase

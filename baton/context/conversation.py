@@ -183,11 +183,12 @@ class Conversation(BaseModel):
 
     # --- changing (each returns the record to journal) -----------------------------------
 
-    def start_round(self, text: str) -> RoundStarted:
-        """Open a round with user input `text` (a prompt or a rendered handoff package)."""
+    def start_round(self, text: str, *, key: str | None = None) -> RoundStarted:
+        """Open a round with user input `text` (a prompt or a rendered handoff package);
+        `key` names the request behind it, so a redelivered request is recognised."""
         if not text.strip():
             raise UsageError("a round needs a non-empty user input")
-        record = RoundStarted(round=self.next_round, text=text)
+        record = RoundStarted(round=self.next_round, text=text, key=key)
         self.apply(record)
         return record
 

@@ -30,6 +30,9 @@ class RoundStarted(_Record):
     type: Literal["round"] = "round"
     round: int = Field(ge=0)
     text: str = Field(min_length=1)
+    key: str | None = Field(
+        None, description="the request that opened the round; the same request never opens two"
+    )
 
 
 class StepAppended(_Record):

@@ -167,6 +167,9 @@ class ActorCell:
                     await self._on_unhandled(delivery)
                     break
                 scope.envelope = envelope
+                instance = self.instance
+                assert instance is not None  # a message is handled only by a started actor
+                instance.actor_envelope = envelope
                 try:
                     result = await method(payload)
                 except Exception as exc:  # noqa: BLE001 - supervision is exactly this catch-all

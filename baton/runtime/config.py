@@ -36,8 +36,10 @@ class SupervisionConfig(_Strict):
 
 
 class RuntimeConfig(_Strict):
-    # Durable backends (sqlite, redis://) join this list with the mailbox-backends issue.
-    mailbox: Literal["memory"] = Field("memory", description="mailbox backend")
+    # sqlite needs a workspace to live in: a runtime opened without one uses memory.
+    mailbox: Literal["memory", "sqlite"] = Field(
+        "sqlite", description="mailbox backend: memory (not durable) or sqlite (durable)"
+    )
     mailbox_capacity: int = Field(1024, ge=1)
     shutdown_timeout: float = Field(10.0, ge=0)
     supervision: SupervisionConfig = SupervisionConfig()

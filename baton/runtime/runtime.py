@@ -22,14 +22,16 @@ from baton.errors import (
     ActorExistsError,
     AskTimeoutError,
     InvalidMessageError,
+    MailboxBlockedError,
     MailboxClosedError,
-    MailboxFullError,
     UnknownActorError,
     UsageError,
 )
+from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Envelope, new_id
 from baton.mailboxes.memory import MemoryMailbox
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
+from baton.mailboxes.sqlite import DATABASE, SqliteMailbox, SqliteStore
 from baton.runtime._cell import ActorCell, ActorState, PendingAsk
 from baton.runtime.config import BatonConfig, load_config
 from baton.runtime.context_status import ContextProviders
@@ -40,14 +42,35 @@ from baton.runtime.token_log import TOKEN_LOG, TokenLog
 log = structlog.get_logger(__name__)
 
 A = TypeVar("A", bound=Actor)
-MailboxFactory = Callable[[str, int, DeadLetterSink], Mailbox]
+# (actor name, capacity, dead-letter sink, codec for the actor's message types) -> its mailbox
+MailboxFactory = Callable[[str, int, DeadLetterSink, EnvelopeCodec], Mailbox]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
-def memory_mailboxes(name: str, capacity: int, dead_letters: DeadLetterSink) -> Mailbox:
-    """The default mailbox factory: in-process, bounded, not durable."""
+def memory_mailboxes(
+    name: str, capacity: int, dead_letters: DeadLetterSink, codec: EnvelopeCodec
+) -> Mailbox:
+    """In-process, bounded, not durable: messages are plain objects and need no codec."""
     return MemoryMailbox(name, capacity=capacity, dead_letters=dead_letters)
+
+
+def sqlite_mailboxes(store: SqliteStore, max_attempts: int) -> MailboxFactory:
+    """Durable mailboxes in `store`: a message outlives the process until it is acked."""
+
+    def make(
+        name: str, capacity: int, dead_letters: DeadLetterSink, codec: EnvelopeCodec
+    ) -> Mailbox:
+        return SqliteMailbox(
+            name,
+            store,
+            codec,
+            capacity=capacity,
+            max_attempts=max_attempts,
+            dead_letters=dead_letters,
+        )
+
+    return make
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,15 +129,17 @@ class Runtime:
         *,
         config: BatonConfig | None = None,
         policy: SupervisorPolicy | None = None,
-        mailbox_factory: MailboxFactory = memory_mailboxes,
+        mailbox_factory: MailboxFactory | None = None,
         mailbox_capacity: int | None = None,
         shutdown_timeout: float | None = None,
     ) -> AsyncIterator[Runtime]:
         """Run actors for the duration of the block; on exit drain them, then stop them.
 
-        With a `workspace`, its `baton.toml` is loaded (unless `config` is given) and the token
-        log is written to `<workspace>/.baton/logs/tokens.jsonl`. Explicit keyword arguments
-        win over the configuration.
+        With a `workspace`, its `baton.toml` is loaded (unless `config` is given), the token
+        log is written to `<workspace>/.baton/logs/tokens.jsonl` and mailboxes follow
+        `runtime.mailbox` (sqlite by default, in `<workspace>/.baton/mailboxes.sqlite3`).
+        Without one, mailboxes live in memory. Explicit keyword arguments win over the
+        configuration.
         """
         root = Path(await anyio.Path(workspace).resolve()) if workspace is not None else None
         if config is None:
@@ -122,38 +147,48 @@ class Runtime:
         settings = config.runtime
         supervision = settings.supervision
         token_path = root / TOKEN_LOG if root is not None else None
-        async with (
-            TokenLog.open(
-                token_path,
-                max_bytes=config.logs.token_log_max_bytes,
-                backups=config.logs.token_log_backups,
-            ) as token_log,
-            anyio.create_task_group() as tg,
-        ):
-            runtime = cls(
-                tg,
-                workspace=root,
-                config=config,
-                token_log=token_log,
-                policy=policy
-                or SupervisorPolicy(
-                    max_attempts=supervision.max_attempts,
-                    max_restarts=supervision.max_restarts,
-                    restart_window=supervision.restart_window,
-                    backoff_initial=supervision.backoff_initial,
-                    backoff_max=supervision.backoff_max,
-                ),
-                mailbox_factory=mailbox_factory,
-                mailbox_capacity=mailbox_capacity or settings.mailbox_capacity,
-                shutdown_timeout=(
-                    settings.shutdown_timeout if shutdown_timeout is None else shutdown_timeout
-                ),
-            )
-            try:
-                yield runtime
-            finally:
+        store: SqliteStore | None = None
+        if mailbox_factory is None and root is not None and settings.mailbox == "sqlite":
+            store = await SqliteStore.open(root / DATABASE)
+            attempts = policy.max_attempts if policy is not None else supervision.max_attempts
+            mailbox_factory = sqlite_mailboxes(store, attempts)
+        try:
+            async with (
+                TokenLog.open(
+                    token_path,
+                    max_bytes=config.logs.token_log_max_bytes,
+                    backups=config.logs.token_log_backups,
+                ) as token_log,
+                anyio.create_task_group() as tg,
+            ):
+                runtime = cls(
+                    tg,
+                    workspace=root,
+                    config=config,
+                    token_log=token_log,
+                    policy=policy
+                    or SupervisorPolicy(
+                        max_attempts=supervision.max_attempts,
+                        max_restarts=supervision.max_restarts,
+                        restart_window=supervision.restart_window,
+                        backoff_initial=supervision.backoff_initial,
+                        backoff_max=supervision.backoff_max,
+                    ),
+                    mailbox_factory=mailbox_factory or memory_mailboxes,
+                    mailbox_capacity=mailbox_capacity or settings.mailbox_capacity,
+                    shutdown_timeout=(
+                        settings.shutdown_timeout if shutdown_timeout is None else shutdown_timeout
+                    ),
+                )
+                try:
+                    yield runtime
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await runtime.shutdown()
+        finally:
+            if store is not None:
                 with anyio.CancelScope(shield=True):
-                    await runtime.shutdown()
+                    await store.close()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -177,7 +212,10 @@ class Runtime:
             raise ActorExistsError(name)
         ref = ActorRef(name, self)
         mailbox = self._mailbox_factory(
-            name, mailbox_capacity or self._mailbox_capacity, self.dead_letters
+            name,
+            mailbox_capacity or self._mailbox_capacity,
+            self.dead_letters,
+            EnvelopeCodec(actor_type.actor_message_types()),
         )
         cell = ActorCell(
             name,
@@ -284,13 +322,14 @@ class Runtime:
         try:
             try:
                 cell.mailbox.send_nowait(envelope)
-            except MailboxFullError:
+            except MailboxBlockedError:
                 await cell.mailbox.send(envelope)
         except MailboxClosedError:
             raise ActorDeadError(name, cell.stop_reason or cell.state.value) from None
 
     def tell_nowait(self, name: str, message: Any, *, sender: str | None = None) -> None:
-        """Queue `message` without waiting; `MailboxFullError` when the mailbox is full."""
+        """Queue `message` without waiting; `MailboxFullError` when the mailbox is full,
+        `MailboxBlockedError` when it is durable (then `await tell()`)."""
         cell = self._cells.get(name) or self._cell(name)
         try:
             cell.mailbox.send_nowait(Envelope(name, message, sender))
@@ -318,14 +357,14 @@ class Runtime:
             if timeout is None:
                 try:
                     mailbox.send_nowait(envelope)
-                except MailboxFullError:
+                except MailboxBlockedError:
                     await mailbox.send(envelope)
                 await pending.event.wait()
             else:
                 with anyio.move_on_after(timeout) as scope:
                     try:
                         mailbox.send_nowait(envelope)
-                    except MailboxFullError:
+                    except MailboxBlockedError:
                         await mailbox.send(envelope)
                     await pending.event.wait()
                 if scope.cancelled_caught and not pending.event.is_set():

@@ -346,3 +346,38 @@ def test_shipped_prompts_state_role_duties_and_context_protocol(role: str) -> No
     assert "# Role" in prompt
     assert "Context protocol" in prompt
     assert "请对当前工作进行总结" in prompt
+
+
+async def test_a_work_order_delivered_again_runs_one_round(tmp_path: Path) -> None:
+    """The same `dispatch_id` twice (a re-sent outbox, a redelivery after a crash) costs one
+    round and one report; an older id arriving after a newer one does nothing."""
+    model = scripted(["Not yet.", "Still not."])
+    received: list[HandoffDelivered] = []
+    ended: list[RoundEnded] = []
+    journal = FileJournalStore(tmp_path)
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("scheduler", Recorder, received, ended)
+        setup = agent_setup(
+            "init",
+            config(),
+            workspace=tmp_path,
+            model=model,
+            journal=journal,
+            token_log=rt.token_log,
+        )
+        await rt.spawn("init", InitActor, setup)
+        replies = []
+        for dispatch_id in ("leave#1", "leave#1", "leave#2", "leave#1"):
+            order = Dispatch(
+                scenario="leave",
+                agent_context=AgentContext(task_summary="design it"),
+                dispatch_id=dispatch_id,
+            )
+            replies.append(await rt.ask("init", order))
+    records = await journal.read("init", "leave")
+    assert ["Not yet.", "Not yet.", "Still not.", ""] == replies
+    assert 2 == len(model.calls)
+    assert ["leave#1", "leave#2"] == [r["key"] for r in records if r["type"] == "round"]
+    # The repeated order re-reports its round end (it may have been lost); the Scheduler
+    # dedupes by dispatch id.
+    assert ["leave#1", "leave#1", "leave#2"] == [e.dispatch_id for e in ended]

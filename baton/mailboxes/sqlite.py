@@ -1,0 +1,313 @@
+"""`SqliteMailbox`: a durable mailbox in one SQLite database per workspace.
+
+Every mailbox of a runtime lives in `<workspace>/.baton/mailboxes.sqlite3` (WAL mode). A
+message is a row from `send` until `ack`; `receive` marks it in flight and counts the
+delivery, so a message that was in flight when the process died is delivered again on the
+next start, one attempt later, and one that keeps killing the process is dead-lettered once
+it has used `max_attempts` deliveries. Acked ids are remembered (the newest `REMEMBERED`
+of them), so an envelope sent again with the same id is dropped, not handled twice.
+
+All SQL runs on one worker thread, one statement group at a time: sqlite3 blocks, and the
+event loop must not. WAL with `synchronous=NORMAL` survives a killed process (the case a
+crash test exercises); only a power loss can take the last commits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import structlog
+
+from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
+from baton.mailboxes.codec import EnvelopeCodec
+from baton.mailboxes.envelope import Delivery, Envelope
+from baton.mailboxes.protocol import DeadLetterSink
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+DATABASE = Path(".baton") / "mailboxes.sqlite3"
+REMEMBERED = 100_000  # acked ids kept for deduplication
+_PRUNE_EVERY = 1_000  # acks between two prunes of the remembered ids
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS envelopes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    recipient TEXT NOT NULL,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    deliveries INTEGER NOT NULL DEFAULT 0,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, seq);
+CREATE TABLE IF NOT EXISTS acked (
+    n INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS dead_letters (
+    n INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    body TEXT NOT NULL,
+    at REAL NOT NULL
+);
+"""
+
+
+class SqliteStore:
+    """The database behind a runtime's sqlite mailboxes; open it with `SqliteStore.open`."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self.path = path
+        self._db = connection
+        self._limiter = anyio.CapacityLimiter(1)
+        self._acks = 0
+
+    @classmethod
+    async def open(cls, path: Path) -> SqliteStore:
+        def connect() -> sqlite3.Connection:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Autocommit: every write below is its own short transaction, or an explicit one.
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=5000")
+            db.executescript(_SCHEMA)
+            return db
+
+        return cls(await anyio.to_thread.run_sync(connect), path)
+
+    async def run(self, fn: Callable[..., T], *args: object) -> T:
+        """Run `fn(*args)` on the store's worker thread, after any call already queued."""
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+    async def close(self) -> None:
+        await self.run(self._db.close)
+
+    # --- statements (worker thread) ------------------------------------------------------------
+
+    def insert(self, envelope_id: str, recipient: str, body: str) -> int | None:
+        """Store a new envelope; its seq, or None when the id is known (a duplicate)."""
+        cursor = self._db.execute(
+            "INSERT INTO envelopes (id, recipient, body) "
+            "SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM acked WHERE id = ?) "
+            "ON CONFLICT (id) DO NOTHING",
+            (envelope_id, recipient, body, envelope_id),
+        )
+        return cursor.lastrowid if cursor.rowcount == 1 else None
+
+    def load(self, recipient: str) -> list[tuple[int, int, int, str]]:
+        """Stored envelopes for `recipient`, in send order: (seq, in_flight, deliveries, body)."""
+        return self._db.execute(
+            "SELECT seq, in_flight, deliveries, body FROM envelopes WHERE recipient = ? "
+            "ORDER BY seq",
+            (recipient,),
+        ).fetchall()
+
+    def take(self, seq: int) -> None:
+        self._db.execute(
+            "UPDATE envelopes SET in_flight = 1, deliveries = deliveries + 1 WHERE seq = ?",
+            (seq,),
+        )
+
+    def release(self, seq: int) -> None:
+        self._db.execute("UPDATE envelopes SET in_flight = 0 WHERE seq = ?", (seq,))
+
+    def ack(self, seq: int, envelope_id: str) -> None:
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,))
+            self._db.execute("INSERT OR IGNORE INTO acked (id) VALUES (?)", (envelope_id,))
+        self._acks += 1
+        if self._acks % _PRUNE_EVERY == 0:
+            self._db.execute(
+                "DELETE FROM acked WHERE n <= (SELECT MAX(n) FROM acked) - ?", (REMEMBERED,)
+            )
+
+    def bury(self, seq: int, envelope_id: str, recipient: str, reason: str, body: str) -> None:
+        """Move an envelope to the dead letters with its reason."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,))
+            self._db.execute(
+                "INSERT INTO dead_letters (id, recipient, reason, body, at) VALUES (?, ?, ?, ?, ?)",
+                (envelope_id, recipient, reason, body, time.time()),
+            )
+
+    def dead_letters(self) -> list[tuple[str, str, str]]:
+        """Every dead letter as (id, recipient, reason), oldest first."""
+        return self._db.execute(
+            "SELECT id, recipient, reason FROM dead_letters ORDER BY n"
+        ).fetchall()
+
+    def pending(self) -> int:
+        """Envelopes stored and not yet acked, across every mailbox."""
+        row = self._db.execute("SELECT COUNT(*) FROM envelopes").fetchone()
+        return int(row[0])
+
+
+class SqliteMailbox:
+    """One actor's durable inbox in a `SqliteStore`; the actor's cell is its only consumer.
+
+    Envelopes wait in memory as well as on disk, so `depth` and ordering need no query; the
+    disk copy is what a restart reads. `send_nowait` always raises `MailboxBlockedError`: a
+    message counts as sent only once it is stored, which takes the worker thread.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        store: SqliteStore,
+        codec: EnvelopeCodec,
+        *,
+        capacity: int,
+        max_attempts: int = 3,
+        dead_letters: DeadLetterSink | None = None,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"mailbox capacity must be >= 1, got {capacity}")
+        self._name = name
+        self._store = store
+        self._codec = codec
+        self._capacity = capacity
+        self._max_attempts = max_attempts
+        self._dead_letters = dead_letters
+        self._ready: deque[tuple[int, Envelope]] = deque()
+        self._loaded = False
+        self._load_lock = anyio.Lock()
+        self._closed = False
+        self._arrived = anyio.Event()
+        self._room = anyio.Event()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def durable(self) -> bool:
+        return True
+
+    async def _ensure_loaded(self) -> None:
+        """Read what an earlier process left; redeliver it in send order, once."""
+        if self._loaded:
+            return
+        async with self._load_lock:
+            if self._loaded:
+                return
+            rows = await self._store.run(self._store.load, self._name)
+            for seq, in_flight, deliveries, body in rows:
+                await self._restore(seq, bool(in_flight), deliveries, body)
+            self._loaded = True
+            if rows:
+                log.info("mailbox.recovered", mailbox=self._name, envelopes=len(self._ready))
+
+    async def _restore(self, seq: int, in_flight: bool, deliveries: int, body: str) -> None:
+        try:
+            envelope = self._codec.decode(body, attempt=deliveries + 1)
+        except InvalidMessageError as exc:
+            await self._bury(seq, f"undecodable-{seq}", body, f"cannot be read back: {exc}", None)
+            return
+        if deliveries >= self._max_attempts:
+            reason = (
+                f"delivered {deliveries} time(s) and never acked (the process stopped while "
+                "handling it each time)"
+            )
+            await self._bury(seq, envelope.id, body, reason, envelope)
+            return
+        if in_flight:
+            await self._store.run(self._store.release, seq)
+        self._ready.append((seq, envelope))
+
+    async def _bury(
+        self, seq: int, envelope_id: str, body: str, reason: str, envelope: Envelope | None
+    ) -> None:
+        await self._store.run(self._store.bury, seq, envelope_id, self._name, reason, body)
+        log.warning("mailbox.dead_lettered", mailbox=self._name, id=envelope_id, reason=reason)
+        if envelope is not None and self._dead_letters is not None:
+            self._dead_letters.dead_letter(envelope, reason)
+
+    async def send(self, envelope: Envelope) -> None:
+        await self._ensure_loaded()
+        while len(self._ready) >= self._capacity and not self._closed:
+            if self._room.is_set():
+                self._room = anyio.Event()
+            await self._room.wait()
+        if self._closed:
+            raise MailboxClosedError(self._name)
+        body = self._codec.encode(envelope)
+        seq = await self._store.run(self._store.insert, envelope.id, self._name, body)
+        if self._closed and seq is not None:
+            # Closed while storing: the row stays for the next start, which delivers it.
+            raise MailboxClosedError(self._name)
+        if seq is None:
+            log.info("mailbox.duplicate_dropped", mailbox=self._name, id=envelope.id)
+            return
+        self._ready.append((seq, envelope))
+        self._arrived.set()
+
+    def send_nowait(self, envelope: Envelope) -> None:
+        if self._closed:
+            raise MailboxClosedError(self._name)
+        raise MailboxBlockedError(
+            f"mailbox {self._name!r} is durable: await send() so the message is stored first"
+        )
+
+    async def receive(self) -> Delivery:
+        await self._ensure_loaded()
+        while not self._ready:
+            if self._closed:
+                raise MailboxClosedError(self._name)
+            if self._arrived.is_set():
+                self._arrived = anyio.Event()
+            await self._arrived.wait()
+        seq, envelope = self._ready.popleft()
+        self._room.set()
+        await self._store.run(self._store.take, seq)
+        return Delivery(envelope, str(seq))
+
+    def receive_nowait(self) -> Delivery | None:
+        # Taking a message is a write (in flight, delivery count): only `receive` does it.
+        return None
+
+    async def ack(self, delivery: Delivery) -> None:
+        assert delivery.tag is not None
+        await self._store.run(self._store.ack, int(delivery.tag), delivery.envelope.id)
+
+    async def nack(self, delivery: Delivery, *, requeue: bool, reason: str) -> None:
+        assert delivery.tag is not None
+        seq = int(delivery.tag)
+        envelope = delivery.envelope
+        if requeue:
+            await self._store.run(self._store.release, seq)
+            self._ready.appendleft((seq, envelope.retried()))
+            self._arrived.set()
+            return
+        await self._bury(seq, envelope.id, self._codec.encode(envelope), reason, envelope)
+
+    def depth(self) -> int:
+        return len(self._ready)
+
+    async def close(self) -> None:
+        self._closed = True
+        self._arrived.set()
+        self._room.set()
+
+    def drain_nowait(self) -> list[Envelope]:
+        # What is still queued stays stored: the next start of this actor delivers it.
+        self._closed = True
+        self._ready.clear()
+        self._arrived.set()
+        self._room.set()
+        return []

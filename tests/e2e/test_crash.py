@@ -1,0 +1,177 @@
+"""SIGKILL `baton run` (sqlite mailboxes) in the middle of leave_application, restart it, and
+check that the scenario completes having lost no message, applied no handoff twice and paid for
+no completed model step twice.
+
+CI runs `CRASH_ROUNDS` rounds (3); `BATON_CRASH_ROUNDS=10` (or more) is the full mode. Each
+round uses a fresh workspace and kills the process `KILLS_PER_ROUND` times at random moments
+drawn from a seeded generator; every failure message names the seed, which
+`BATON_CRASH_SEED` replays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from baton.mailboxes.sqlite import DATABASE
+from tests.e2e.test_process import BATON, SCENARIO, env, scenario_workspace
+
+CRASH_ROUNDS = int(os.environ.get("BATON_CRASH_ROUNDS", "3"))
+KILLS_PER_ROUND = 2
+RUN = ["run", "--submit", SCENARIO, "--auto-approve", "--exit-when-idle"]
+RUN_DEADLINE = 120.0
+
+
+@dataclass
+class Outcome:
+    """What one scenario run left on disk, reduced to what the checks compare."""
+
+    phase: str
+    iteration: int
+    handoffs: list[str]
+    iterations: list[str]
+    envelopes_left: int
+    dead_letters: list[tuple[str, str, str]]
+    steps: Counter[tuple[str, str, str, int]]
+    logged_calls: Counter[tuple[str, str, str, int]]
+
+
+def start(workspace: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [BATON, *RUN, "--workspace", str(workspace)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env(),
+    )
+
+
+def scenario_state(workspace: Path) -> dict[str, Any] | None:
+    path = workspace / ".baton" / "scheduler" / f"{SCENARIO}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def journal_steps(workspace: Path) -> Counter[tuple[str, str, str, int]]:
+    """Every model reply journaled, as (actor, conversation, kind, turn or compaction)."""
+    steps: Counter[tuple[str, str, str, int]] = Counter()
+    for path in (workspace / ".baton" / "journal").glob("*/*.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a torn last line, as a kill leaves it
+            actor, conversation = path.parent.name, path.stem
+            if record.get("type") == "response":
+                steps[(actor, conversation, "response", record["turn"])] += 1
+            elif record.get("type") == "summary":
+                steps[(actor, conversation, "summary", record["compaction"])] += 1
+    return steps
+
+
+def logged_calls(workspace: Path) -> Counter[tuple[str, str, str, int]]:
+    calls: Counter[tuple[str, str, str, int]] = Counter()
+    for path in (workspace / ".baton" / "logs").glob("tokens.jsonl*"):
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == "model.call":
+                key = (record["actor"], record["conversation"], record["purpose"], record["turn"])
+                calls[key] += 1
+    return calls
+
+
+def outcome(workspace: Path) -> Outcome:
+    state = scenario_state(workspace)
+    assert state is not None, "the scenario was never saved"
+    with sqlite3.connect(workspace / DATABASE) as db:
+        left = db.execute("SELECT COUNT(*) FROM envelopes").fetchone()[0]
+        dead = db.execute("SELECT id, recipient, reason FROM dead_letters").fetchall()
+    db.close()
+    outputs = workspace / "scenarios" / SCENARIO / "execution_outputs"
+    return Outcome(
+        phase=state["phase"],
+        iteration=state["iteration"],
+        handoffs=state["applied_handoffs"],
+        iterations=sorted(p.name for p in outputs.iterdir()) if outputs.is_dir() else [],
+        envelopes_left=left,
+        dead_letters=dead,
+        steps=journal_steps(workspace),
+        logged_calls=logged_calls(workspace),
+    )
+
+
+def run_to_end(workspace: Path) -> int:
+    proc = start(workspace)
+    try:
+        return proc.wait(timeout=RUN_DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def run_and_kill(workspace: Path, after: float) -> bool:
+    """Start the scenario's run and SIGKILL it `after` seconds in; False if it ended first."""
+    proc = start(workspace)
+    try:
+        proc.wait(timeout=after)  # the run may finish on its own before the kill
+        return False
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=RUN_DEADLINE)
+        return True
+
+
+def test_sigkill_mid_scenario_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None:
+    seed = int(os.environ.get("BATON_CRASH_SEED", str(random.SystemRandom().randrange(10**6))))
+    rng = random.Random(seed)  # noqa: S311 - a replayable kill schedule, not a secret
+
+    clean = scenario_workspace(tmp_path / "clean")
+    began = time.monotonic()
+    assert 0 == run_to_end(clean)
+    duration = time.monotonic() - began
+    baseline = outcome(clean)
+    assert ("completed", 2, ["iteration_1", "iteration_2"]) == (
+        baseline.phase,
+        baseline.iteration,
+        baseline.iterations,
+    )
+
+    kills = 0
+    for round_ in range(CRASH_ROUNDS):
+        workspace = scenario_workspace(tmp_path / f"round{round_}")
+        for _ in range(KILLS_PER_ROUND):
+            state = scenario_state(workspace)
+            if state is not None and state["phase"] == "completed":
+                break  # finished before this kill: a new submit would start a fresh run
+            # Past start-up (about a third of a clean run), anywhere up to its end.
+            kills += run_and_kill(workspace, rng.uniform(0.3, 1.0) * duration)
+        state = scenario_state(workspace)
+        if state is None or state["phase"] != "completed":
+            assert 0 == run_to_end(workspace), f"round {round_}: the restarted run failed"
+        got = outcome(workspace)
+        context = f"round {round_} (seed {seed})"
+        assert ("completed", 2) == (got.phase, got.iteration), context
+        assert baseline.iterations == got.iterations, context
+        # No message lost: nothing left unacked, nothing dead-lettered.
+        assert (0, []) == (got.envelopes_left, got.dead_letters), context
+        # No handoff applied twice: the same handoffs as the clean run, each once.
+        assert baseline.handoffs == got.handoffs, context
+        # No completed model step repeated: every journaled reply once, the same as the clean
+        # run; and no call that was logged (so journaled first) was made again.
+        assert [] == [k for k, n in got.steps.items() if n > 1], context
+        assert set(baseline.steps) == set(got.steps), context
+        assert [] == [k for k, n in got.logged_calls.items() if n > 1], context
+    assert kills >= CRASH_ROUNDS, (
+        f"only {kills} kills landed mid-run (seed {seed}; a clean run takes {duration:.1f}s)"
+    )
