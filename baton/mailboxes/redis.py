@@ -1,0 +1,560 @@
+"""`RedisMailbox`: a durable mailbox on a Redis stream, one consumer group per actor.
+
+Keys (the prefix is "baton" by default):
+
+- `{prefix}:mailbox:{name}`: the stream; field `e` holds the codec's JSON. An entry is deleted
+  when it is acked or dead-lettered, so the stream's length is exactly pending + unread: that
+  is what `capacity` bounds, and no MAXLEN trim ever drops a message nobody has handled.
+- consumer group `{name}`; this process reads as consumer `consumer`.
+- `{prefix}:dead:{name}`: dead letters, `e` the body and `r` the reason (trimmed to the most
+  recent `dead_maxlen`: it is a record for people, not a queue).
+- `{prefix}:seen:{name}:{envelope id}`: dedupe markers, expiring after `dedupe_ttl`.
+
+Delivery is at least once. `attempt` comes from the stream's own delivery count, so it
+survives a crash: an entry redelivered after its consumer died arrives with a higher attempt
+and is dead-lettered once the count passes `max_attempts`. A consumer that died is detected
+only by its entries going idle: `claim_idle` must exceed the longest an entry may wait in the
+local read-ahead buffer plus be handled, or a live consumer's entries are claimed as well.
+Needs Redis >= 7.0 (XAUTOCLAIM skips deleted entries).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import anyio
+import structlog
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError, ResponseError
+
+from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError, UsageError
+from baton.mailboxes.codec import EnvelopeCodec
+from baton.mailboxes.envelope import Delivery, Envelope
+from baton.mailboxes.protocol import DeadLetterSink
+
+log = structlog.get_logger(__name__)
+
+Body = str | bytes
+
+# Dedupe and the capacity check must be atomic with the XADD, and only a script can make the
+# XADD conditional: MULTI cannot branch on `SET NX`'s answer. A Lua script runs atomically, so
+# EXISTS then SET EX is as good as SET NX, and lets a duplicate be skipped even while the
+# stream is full. It adds envelopes in order while there is room and returns how many it
+# took (added, or skipped as seen) plus the stream's length; the sender waits, resends the rest.
+_SEND = """
+local capacity = tonumber(ARGV[1])
+local length = redis.call('XLEN', KEYS[1])
+local taken = 0
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    if length >= capacity then break end
+    redis.call('SET', KEYS[i], '1', 'EX', ARGV[2])
+    redis.call('XADD', KEYS[1], '*', 'e', ARGV[i + 1])
+    length = length + 1
+  end
+  taken = taken + 1
+end
+return {taken, length}
+"""
+
+# XACK and XDEL together or not at all: an entry acked but not deleted would hold a unit of
+# capacity for ever. One script is also one command on the wire, cheaper than MULTI/EXEC.
+_ACK = """
+redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
+redis.call('XDEL', KEYS[1], unpack(ARGV, 2))
+return redis.call('XLEN', KEYS[1])
+"""
+
+# ARGV: group, dead maxlen, then (entry id, body, reason) triples.
+_DEAD = """
+for i = 3, #ARGV, 3 do
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'e', ARGV[i + 1], 'r', ARGV[i + 2])
+  redis.call('XACK', KEYS[1], ARGV[1], ARGV[i])
+  redis.call('XDEL', KEYS[1], ARGV[i])
+end
+return redis.call('XLEN', KEYS[1])
+"""
+
+# This consumer's own pending entries after a cursor (a previous life's, or those of a read
+# that was cancelled mid-flight), each with its delivery count, which the read has just raised.
+# XREADGROUP does not report counts, so the XPENDING must run in the same atomic step.
+# Returns {entries read, last id, stream length, {id, count, fields}...}.
+_RECOVER = """
+local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[4],
+  'STREAMS', KEYS[1], ARGV[3])
+local entries = (read and read[1] and read[1][2]) or {}
+local out = {#entries, ARGV[3], redis.call('XLEN', KEYS[1])}
+if #entries == 0 then return out end
+local counts = {}
+local pending = redis.call('XPENDING', KEYS[1], ARGV[1], entries[1][1],
+  entries[#entries][1], #entries, ARGV[2])
+for _, p in ipairs(pending) do counts[p[1]] = p[4] end
+for _, e in ipairs(entries) do
+  out[2] = e[1]
+  if e[2] then
+    out[#out + 1] = {e[1], counts[e[1]] or 1, e[2]}
+  else
+    redis.call('XACK', KEYS[1], ARGV[1], e[1])
+  end
+end
+return out
+"""
+
+# Entries of dead consumers, idle past `claim_idle`, with their (raised) delivery counts.
+# Returns {next cursor, stream length, {id, count, fields}...}.
+_CLAIM = """
+local claimed = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4],
+  'COUNT', ARGV[5])
+local out = {claimed[1], redis.call('XLEN', KEYS[1])}
+for _, e in ipairs(claimed[2]) do
+  if e[2] then
+    local p = redis.call('XPENDING', KEYS[1], ARGV[1], e[1], e[1], 1)
+    out[#out + 1] = {e[1], (p[1] and p[1][4]) or 1, e[2]}
+  end
+end
+return out
+"""
+
+# Lua's unpack() is bounded by its C stack (~8000 values); batches stay well under that.
+_CHUNK = 500
+_MIN_BACKOFF = 0.002
+_MAX_BACKOFF = 0.1
+_DONE = "0-0"
+
+
+class _Script:
+    """One Lua script, run by its SHA and loaded on first NOSCRIPT (a restarted or another
+    server). redis-py's own `AsyncScript` does the same with a little more work per call,
+    and these calls are the hot path of every send and ack."""
+
+    __slots__ = ("_client", "_sha", "_source")
+
+    def __init__(self, client: Redis, source: str) -> None:
+        self._client = client
+        self._source = source
+        self._sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+
+    async def __call__(self, numkeys: int, *keys_and_args: str | bytes | int) -> Any:
+        try:
+            return await self._client.evalsha(self._sha, numkeys, *keys_and_args)
+        except NoScriptError:
+            await self._client.script_load(self._source)
+            return await self._client.evalsha(self._sha, numkeys, *keys_and_args)
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _body_of(fields: object) -> Body | None:
+    """The `e` field of an entry, whether redis-py gave a dict or Lua a flat list."""
+    if isinstance(fields, dict):
+        body = fields.get(b"e", fields.get("e"))
+        return body if isinstance(body, str | bytes) else None
+    if isinstance(fields, list):
+        for key, value in zip(fields[::2], fields[1::2], strict=False):
+            if key in (b"e", "e") and isinstance(value, str | bytes):
+                return value
+    return None
+
+
+def _stream_entries(reply: Any) -> list[Any]:
+    """The (id, fields) pairs of an XREADGROUP reply, whatever the client's settings: RESP2
+    gives [[stream, entries]], `legacy_responses=False` {stream: entries}, and RESP3 with
+    legacy responses {stream: [entries]}; an entry itself is always a tuple."""
+    if not reply:
+        return []
+    groups = reply.values() if isinstance(reply, dict) else (item[1] for item in reply)
+    found: list[Any] = []
+    for entries in groups:
+        if entries and isinstance(entries[0], list):
+            found += [entry for inner in entries for entry in inner]
+        else:
+            found += entries
+    return found
+
+
+class RedisMailbox:
+    """A durable, bounded mailbox for one actor on a Redis stream (see the module doc).
+
+    `depth()` is approximate: the stream's length as last seen by this object (every send,
+    ack and claim reports it) minus the deliveries in hand. Other processes' sends show up at
+    this object's next round trip, and other consumers' pending entries count as waiting.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        client: Redis,
+        codec: EnvelopeCodec,
+        capacity: int,
+        dead_letters: DeadLetterSink | None,
+        consumer: str,
+        max_attempts: int = 3,
+        claim_idle: float = 30.0,
+        prefix: str = "baton",
+        read_batch: int = 32,
+        block: float = 1.0,
+        dedupe_ttl: int = 600,
+        dead_maxlen: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`block` is the longest one XREADGROUP waits server-side: keep it below the
+        client's `socket_timeout`. `dedupe_ttl` (seconds) is how long a resend of the same
+        envelope id is recognised."""
+        if capacity < 1 or max_attempts < 1 or read_batch < 1:
+            raise ValueError("capacity, max_attempts and read_batch must be >= 1")
+        if claim_idle <= 0 or block <= 0 or dedupe_ttl < 1:
+            raise ValueError("claim_idle and block must be > 0, dedupe_ttl >= 1")
+        self._name = name
+        self._client = client
+        self._codec = codec
+        self._capacity = capacity
+        self._dead_letters = dead_letters
+        self._consumer = consumer
+        self._max_attempts = max_attempts
+        self._claim_idle = claim_idle
+        self._read_batch = read_batch
+        self._block = block
+        self._dedupe_ttl = dedupe_ttl
+        self._dead_maxlen = dead_maxlen
+        self._clock = clock
+        self._stream = f"{prefix}:mailbox:{name}"
+        self._dead = f"{prefix}:dead:{name}"
+        self._seen = f"{prefix}:seen:{name}:"
+        self._group = name
+        self._send_script = _Script(client, _SEND)
+        self._ack_script = _Script(client, _ACK)
+        self._dead_script = _Script(client, _DEAD)
+        self._recover_script = _Script(client, _RECOVER)
+        self._claim_script = _Script(client, _CLAIM)
+
+        self._buffer: deque[Delivery] = deque()
+        # Every entry this object holds (buffered or in hand): its delivery count and body.
+        self._held: dict[str, tuple[int, Body]] = {}
+        self._closed = False
+        self._group_ready = False
+        self._recover_from: str | None = "0"  # a previous life's entries come first
+        self._last_new_id = "0"
+        self._claim_cursor = _DONE
+        self._next_claim = float("-inf")
+        self._read_scope: anyio.CancelScope | None = None
+        # Uncontended (one receiver per actor), it must not cost an event-loop pass per fill.
+        self._filling = anyio.Lock(fast_acquire=True)
+        self._stream_len = 0
+        # Senders parked on a full stream wait on `_room`, set by this object's acks (other
+        # processes' acks are seen by polling). `_freed` counts acks, so a sender whose "full"
+        # answer crossed an ack in flight retries at once instead of missing the wake-up.
+        self._room = anyio.Event()
+        self._senders_waiting = 0
+        self._freed = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def durable(self) -> bool:
+        return True
+
+    # --- sending ---------------------------------------------------------------------------
+
+    async def send(self, envelope: Envelope) -> None:
+        """Store the envelope, waiting while the stream holds `capacity` entries."""
+        if self._closed:
+            raise MailboxClosedError(self._name)
+        await self._add([self._seen + envelope.id], [self._codec.encode(envelope)])
+
+    async def send_many(self, envelopes: Sequence[Envelope]) -> None:
+        """Store envelopes in order, many per round trip; on `MailboxClosedError` those before
+        the first one refused are stored."""
+        if self._closed:
+            raise MailboxClosedError(self._name)
+        keys = [self._seen + envelope.id for envelope in envelopes]
+        bodies = [self._codec.encode(envelope) for envelope in envelopes]
+        for start in range(0, len(keys), _CHUNK):
+            await self._add(keys[start : start + _CHUNK], bodies[start : start + _CHUNK])
+
+    def send_nowait(self, envelope: Envelope) -> None:
+        raise MailboxBlockedError(
+            f"mailbox {self._name!r} is durable: a message is stored before the sender goes "
+            "on; await send() instead"
+        )
+
+    async def _add(self, keys: list[str], bodies: list[str]) -> None:
+        delay = _MIN_BACKOFF
+        while True:
+            freed = self._freed
+            taken, length = await self._send_script(
+                len(keys) + 1, self._stream, *keys, self._capacity, self._dedupe_ttl, *bodies
+            )
+            self._stream_len = int(length)
+            if taken == len(keys):
+                return
+            keys, bodies = keys[taken:], bodies[taken:]
+            if self._freed == freed:
+                await self._wait_for_room(delay)
+                delay = min(delay * 2, _MAX_BACKOFF)
+            if self._closed:
+                raise MailboxClosedError(self._name)
+
+    async def _wait_for_room(self, delay: float) -> None:
+        room = self._room
+        self._senders_waiting += 1
+        try:
+            with anyio.move_on_after(delay):
+                await room.wait()
+        finally:
+            self._senders_waiting -= 1
+
+    def _wake_senders(self) -> None:
+        self._freed += 1
+        if self._senders_waiting:
+            self._room.set()
+            self._room = anyio.Event()
+
+    # --- receiving -------------------------------------------------------------------------
+
+    async def receive(self) -> Delivery:
+        while True:
+            delivery = self.receive_nowait()
+            if delivery is not None:
+                return delivery
+            if self._closed:
+                raise MailboxClosedError(self._name)
+            async with self._filling:
+                if not self._buffer and not self._closed:
+                    await self._fill()
+
+    def receive_nowait(self) -> Delivery | None:
+        return self._buffer.popleft() if self._buffer else None
+
+    async def _fill(self) -> None:
+        """One round trip for more entries: own pending first, then claims, then new ones."""
+        try:
+            if not self._group_ready:
+                await self._create_group()
+            if self._recover_from is not None:
+                await self._recover(self._recover_from)
+                return
+            now = self._clock()
+            if now >= self._next_claim:
+                await self._claim(now)
+                if self._buffer or self._claim_cursor != _DONE:
+                    return
+            await self._read_new(min(self._block, self._next_claim - now))
+        except ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            # The stream was deleted under us (FLUSHDB, an operator): recreate and go on.
+            self._group_ready = False
+
+    async def _create_group(self) -> None:
+        try:
+            await self._client.xgroup_create(self._stream, self._group, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._group_ready = True
+
+    async def _recover(self, cursor: str) -> None:
+        reply = await self._recover_script(
+            1, self._stream, self._group, self._consumer, cursor, self._read_batch
+        )
+        read, last, length, *entries = reply
+        self._recover_from = _text(last) if int(read) >= self._read_batch else None
+        self._stream_len = int(length)
+        await self._accept((_text(i), int(c), _body_of(f)) for i, c, f in entries)
+
+    async def _claim(self, now: float) -> None:
+        reply = await self._claim_script(
+            1,
+            self._stream,
+            self._group,
+            self._consumer,
+            int(self._claim_idle * 1000),
+            self._claim_cursor,
+            self._read_batch,
+        )
+        cursor, length, *entries = reply
+        self._claim_cursor = _text(cursor)
+        if self._claim_cursor == _DONE:
+            self._next_claim = now + self._claim_idle / 2
+        self._stream_len = int(length)
+        if entries:
+            log.info("mailbox.claimed", mailbox=self._name, entries=len(entries))
+        await self._accept((_text(i), int(c), _body_of(f)) for i, c, f in entries)
+
+    async def _read_new(self, block: float) -> None:
+        # Until the reply is in, what the read delivered sits in our PEL and nowhere else:
+        # if the read is cancelled, the next fill recovers it.
+        self._recover_from = self._last_new_id
+        with anyio.CancelScope() as scope:
+            self._read_scope = scope
+            try:
+                reply = await self._client.xreadgroup(
+                    self._group,
+                    self._consumer,
+                    {self._stream: ">"},
+                    count=self._read_batch,
+                    block=max(1, int(block * 1000)),  # 0 would mean "for ever"
+                )
+            finally:
+                self._read_scope = None
+        if scope.cancelled_caught:  # close() woke us: the entries stay pending for later
+            return
+        self._recover_from = None
+        entries = _stream_entries(reply)
+        if entries:
+            self._last_new_id = _text(entries[-1][0])
+            await self._accept((_text(i), 1, _body_of(f)) for i, f in entries)
+            self._stream_len = max(self._stream_len, len(self._held))
+
+    async def _accept(self, entries: Iterable[tuple[str, int, Body | None]]) -> None:
+        """Buffer what can be delivered; dead-letter what cannot be decoded or ran out of
+        attempts. Never raises for a bad entry: one bad message must not stop the actor."""
+        dead: list[tuple[str, Envelope, Body, str]] = []
+        held = self._held
+        for tag, count, body in entries:
+            if tag in held:  # already ours (our own claim scan found it idle in the buffer)
+                held[tag] = (max(count, held[tag][0]), held[tag][1])
+                continue
+            if body is None:
+                dead.append((tag, self._undecodable("", count), "", "stream entry has no 'e'"))
+                continue
+            try:
+                envelope = self._codec.decode(body)
+            except InvalidMessageError as exc:
+                dead.append((tag, self._undecodable(body, count), body, str(exc)))
+                continue
+            if count > 1:
+                envelope = envelope._replace(attempt=envelope.attempt + count - 1)
+            if count > self._max_attempts:
+                reason = f"delivered {count} times, more than max_attempts={self._max_attempts}"
+                dead.append((tag, envelope, body, reason))
+                continue
+            held[tag] = (count, body)
+            self._buffer.append(Delivery(envelope, tag))
+        if dead:
+            await self._dead_letter(dead)
+
+    def _undecodable(self, body: Body, count: int) -> Envelope:
+        """A stand-in envelope for the sink: the raw body as payload, its id when readable."""
+        text = body.decode(errors="replace") if isinstance(body, bytes) else body
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("seq"), int):
+            origin = data.get("origin")
+            if isinstance(origin, str):
+                return Envelope(self._name, text, attempt=count, seq=data["seq"], origin=origin)
+        return Envelope(self._name, text, attempt=count)
+
+    # --- settling --------------------------------------------------------------------------
+
+    async def ack(self, delivery: Delivery) -> None:
+        tag = self._tag(delivery)
+        self._held.pop(tag, None)
+        self._stream_len = int(await self._ack_script(1, self._stream, self._group, tag))
+        self._wake_senders()
+
+    async def ack_many(self, deliveries: Sequence[Delivery]) -> None:
+        """Ack several deliveries in one round trip per chunk."""
+        if not deliveries:
+            return
+        tags = [self._tag(delivery) for delivery in deliveries]
+        for tag in tags:
+            self._held.pop(tag, None)
+        for start in range(0, len(tags), _CHUNK):
+            length = await self._ack_script(
+                1, self._stream, self._group, *tags[start : start + _CHUNK]
+            )
+            self._stream_len = int(length)
+        self._wake_senders()
+
+    async def nack(self, delivery: Delivery, *, requeue: bool, reason: str) -> None:
+        tag = self._tag(delivery)
+        envelope = delivery.envelope
+        count, body = self._held.get(tag, (envelope.attempt, ""))
+        if requeue and count < self._max_attempts:
+            # Raise the stream's own count too (and reset the idle time): if we die before
+            # the retry is settled, whoever claims the entry sees the attempts made here.
+            kept = await self._client.xclaim(
+                self._stream,
+                self._group,
+                self._consumer,
+                0,
+                [tag],
+                retrycount=count + 1,
+                justid=True,
+            )
+            if not kept:  # deleted meanwhile: someone else settled it
+                self._held.pop(tag, None)
+                log.warning("mailbox.requeue_lost", mailbox=self._name, entry=tag)
+                return
+            self._held[tag] = (count + 1, body)
+            self._buffer.appendleft(Delivery(envelope.retried(), tag))
+            return
+        if requeue:
+            reason = f"{reason} (requeued past max_attempts={self._max_attempts})"
+        await self._dead_letter([(tag, envelope, body or self._codec.encode(envelope), reason)])
+
+    async def _dead_letter(self, letters: list[tuple[str, Envelope, Body, str]]) -> None:
+        args: list[Body | int] = [self._stream, self._dead, self._group, self._dead_maxlen]
+        for tag, _, body, reason in letters:
+            args += [tag, body, reason]
+        length = await self._dead_script(2, *args)
+        self._stream_len = int(length)
+        self._wake_senders()
+        for tag, envelope, _, reason in letters:
+            self._held.pop(tag, None)
+            # Info, not warning: the sink reports the dead letter itself; this adds the entry id.
+            log.info("mailbox.dead_lettered", mailbox=self._name, entry=tag, reason=reason)
+            if self._dead_letters is not None:
+                self._dead_letters.dead_letter(envelope, reason)
+
+    def _tag(self, delivery: Delivery) -> str:
+        if delivery.tag is None:
+            raise UsageError(
+                f"delivery of {delivery.envelope.id} has no stream entry id; ack and nack "
+                f"only what mailbox {self._name!r} handed out"
+            )
+        return delivery.tag
+
+    # --- state -----------------------------------------------------------------------------
+
+    def depth(self) -> int:
+        in_hand = len(self._held) - len(self._buffer)
+        return max(len(self._buffer), self._stream_len - in_hand)
+
+    async def close(self) -> None:
+        """Refuse sends; `receive` hands out what is buffered here, then raises closed. The
+        stream's backlog stays in Redis for the next consumer."""
+        self._closed = True
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+        self._room.set()
+
+    def drain_nowait(self) -> list[Envelope]:
+        """Close for good. Nothing is returned to dead-letter: every entry, buffered ones
+        included, stays pending in Redis for this consumer's next life or another's claim.
+        The client is the owner's to close."""
+        self._closed = True
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+        self._room.set()
+        for delivery in self._buffer:
+            self._held.pop(str(delivery.tag), None)
+        self._buffer.clear()
+        return []

@@ -1,0 +1,29 @@
+"""Mailbox fixtures: one real redis-server for the session, flushed before each test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+from redis_server import RedisServer, find_executable, running_redis
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A redis-server (no persistence) shared by the session; started only if a test asks."""
+    if find_executable() is None:
+        pytest.skip("redis-server is not installed")
+    with running_redis() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The URL of an empty database: each test starts from nothing another test left."""
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        client.flushall()
+    finally:
+        client.close()
+    return redis_server.url

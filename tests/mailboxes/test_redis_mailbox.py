@@ -1,0 +1,484 @@
+"""RedisMailbox against a real redis-server: order, ack, claims after a consumer dies,
+attempts from delivery counts, dead letters, dedupe, backpressure, close and restarts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import anyio
+import pytest
+from anyio.lowlevel import checkpoint
+from pydantic import BaseModel
+from redis.asyncio import Redis
+from redis_server import running_redis
+
+from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
+from baton.mailboxes import Delivery, Envelope
+from baton.mailboxes.codec import EnvelopeCodec
+from baton.mailboxes.redis import RedisMailbox
+
+
+class Ping(BaseModel):
+    n: int
+
+
+class Note(BaseModel):
+    text: str
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.letters: list[tuple[Envelope, str]] = []
+
+    def dead_letter(self, envelope: Envelope, reason: str) -> None:
+        self.letters.append((envelope, reason))
+
+
+CODEC = EnvelopeCodec({"Ping": Ping, "Note": Note})
+STREAM = "baton:mailbox:box"
+DEAD = "baton:dead:box"
+Boxes = Callable[..., RedisMailbox]
+
+
+def ping(n: int) -> Envelope:
+    return Envelope("box", Ping(n=n))
+
+
+def numbers(deliveries: list[Delivery]) -> list[int]:
+    return [d.envelope.payload.n for d in deliveries]
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Yield to the other tasks until `predicate` holds; fail after `timeout` seconds."""
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await checkpoint()
+
+
+def make_boxes(client: Redis, made: list[RedisMailbox]) -> Boxes:
+    def make(consumer: str = "a", *, sink: Sink | None = None, **options: Any) -> RedisMailbox:
+        settings: dict[str, Any] = {"capacity": 8, "claim_idle": 30.0, **options}
+        box = RedisMailbox(
+            "box", client=client, codec=CODEC, dead_letters=sink, consumer=consumer, **settings
+        )
+        made.append(box)
+        return box
+
+    return make
+
+
+@pytest.fixture
+async def client(redis_url: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+def boxes(client: Redis) -> Iterator[Boxes]:
+    """Make mailboxes on the test's client; each is drained (closed) after the test."""
+    made: list[RedisMailbox] = []
+    yield make_boxes(client, made)
+    for box in made:
+        box.drain_nowait()
+
+
+async def test_receives_in_send_order(boxes: Boxes, client: Redis) -> None:
+    """Envelopes come out in send order, first attempt, tagged with increasing entry ids."""
+    box = boxes()
+    assert box.durable
+    assert 8 == box.capacity
+    sent = [ping(n) for n in range(5)]
+    for envelope in sent:
+        await box.send(envelope)
+    received = [await box.receive() for _ in range(5)]
+    assert [0, 1, 2, 3, 4] == numbers(received)
+    assert [e.id for e in sent] == [d.envelope.id for d in received]
+    assert [1] * 5 == [d.envelope.attempt for d in received]
+    tags = [d.tag for d in received]
+    assert sorted(tags, key=lambda t: tuple(map(int, str(t).split("-")))) == tags
+    for delivery in received:
+        await box.ack(delivery)
+    assert 0 == await client.xlen(STREAM)
+
+
+async def test_ack_removes_the_entry_for_good(boxes: Boxes, client: Redis) -> None:
+    """An acked entry is neither pending nor in the stream: another consumer never sees it."""
+    first = boxes("a", read_batch=1)
+    await first.send(ping(1))
+    await first.send(ping(2))
+    delivery = await first.receive()
+    await first.ack(delivery)
+    assert 0 == (await client.xpending(STREAM, "box"))["pending"]
+    assert 1 == await client.xlen(STREAM)
+    # A consumer that claims anything idle for a millisecond still gets only the unread one.
+    other = boxes("b", claim_idle=0.001)
+    with anyio.fail_after(5):
+        assert [2] == numbers([await other.receive()])
+
+
+async def test_a_dead_consumers_entry_is_claimed_after_claim_idle(
+    boxes: Boxes, client: Redis
+) -> None:
+    """An entry received but never acked by a consumer that died goes to another consumer,
+    as the same entry on its second attempt."""
+    dying = boxes("a")
+    await dying.send(ping(7))
+    lost = await dying.receive()
+    dying.drain_nowait()  # the process dies: no ack, no nack
+    survivor = boxes("b", claim_idle=0.05)
+    with anyio.fail_after(5):
+        claimed = await survivor.receive()
+    assert (7, 2, lost.tag) == (claimed.envelope.payload.n, claimed.envelope.attempt, claimed.tag)
+    pending = await client.xpending_range(STREAM, "box", "-", "+", 10)
+    assert [b"b"] == [p["consumer"] for p in pending]
+    await survivor.ack(claimed)
+    assert 0 == await client.xlen(STREAM)
+
+
+async def test_nack_requeue_redelivers_first_with_the_next_attempt(
+    boxes: Boxes, client: Redis
+) -> None:
+    """A requeued delivery comes back before later messages, one attempt later, and the
+    stream's delivery count follows (so a crash does not reset it)."""
+    box = boxes()
+    await box.send(ping(1))
+    await box.send(ping(2))
+    first = await box.receive()
+    await box.nack(first, requeue=True, reason="try again")
+    again = box.receive_nowait()
+    assert again is not None
+    assert (1, 2, first.tag) == (again.envelope.payload.n, again.envelope.attempt, again.tag)
+    assert first.envelope.id == again.envelope.id
+    pending = await client.xpending_range(STREAM, "box", first.tag, first.tag, 1)
+    assert 2 == pending[0]["times_delivered"]
+    assert [2] == numbers([await box.receive()])
+
+
+async def test_nack_dead_letters_with_the_reason(boxes: Boxes, client: Redis) -> None:
+    """A nack without requeue, or a requeue past max_attempts, moves the entry to the dead
+    stream with its reason and hands it to the sink."""
+    sink = Sink()
+    box = boxes(sink=sink, max_attempts=2)
+    await box.send(ping(1))
+    await box.send(ping(2))
+    first = await box.receive()
+    await box.nack(first, requeue=False, reason="bad input")
+    second = await box.receive()
+    await box.nack(second, requeue=True, reason="flaky")
+    retried = await box.receive()
+    assert 2 == retried.envelope.attempt
+    await box.nack(retried, requeue=True, reason="flaky")
+    assert [(1, "bad input"), (2, "flaky (requeued past max_attempts=2)")] == [
+        (e.payload.n, r) for e, r in sink.letters
+    ]
+    dead = await client.xrange(DEAD)
+    assert [b"bad input", b"flaky (requeued past max_attempts=2)"] == [f[b"r"] for _, f in dead]
+    assert [1, 2] == [CODEC.decode(f[b"e"]).payload.n for _, f in dead]
+    assert 0 == await client.xlen(STREAM)
+    assert box.receive_nowait() is None
+
+
+async def test_delivery_count_past_max_attempts_is_dead_lettered(
+    boxes: Boxes, client: Redis
+) -> None:
+    """An entry whose delivery count passes max_attempts is dead-lettered with the reason,
+    not delivered; the next message still is."""
+    await client.xgroup_create(STREAM, "box", id="0", mkstream=True)
+    entry = await client.xadd(STREAM, {"e": CODEC.encode(ping(1))})
+    await client.xreadgroup("box", "ghost", {STREAM: ">"}, count=1)
+    # Three deliveries already, long idle: as if consumers kept dying while handling it.
+    await client.xclaim(STREAM, "box", "ghost", 0, [entry], idle=60_000, retrycount=3)
+    sink = Sink()
+    box = boxes("b", sink=sink, max_attempts=3, claim_idle=1.0)
+    await box.send(ping(2))
+    with anyio.fail_after(5):
+        delivered = await box.receive()
+    assert [2] == numbers([delivered])
+    assert [(1, 4)] == [(e.payload.n, e.attempt) for e, _ in sink.letters]
+    assert "delivered 4 times, more than max_attempts=3" == sink.letters[0][1]
+    dead = await client.xrange(DEAD)
+    assert [b"delivered 4 times, more than max_attempts=3"] == [f[b"r"] for _, f in dead]
+    await box.ack(delivered)
+    assert (0, 0) == (await client.xlen(STREAM), (await client.xpending(STREAM, "box"))["pending"])
+
+
+async def test_undecodable_entries_are_dead_lettered_and_the_next_is_delivered(
+    boxes: Boxes, client: Redis
+) -> None:
+    """Garbage, an unknown type and a missing field are dead-lettered with the codec's reason;
+    the receiver carries on with the good message behind them."""
+    sink = Sink()
+    box = boxes(sink=sink)
+    unknown = json.loads(CODEC.encode(ping(5)))
+    unknown["type"] = "Gone"
+    await client.xadd(STREAM, {"e": "not json at all"})
+    await client.xadd(STREAM, {"e": json.dumps(unknown)})
+    await client.xadd(STREAM, {"x": "1"})
+    await box.send(ping(3))
+    with anyio.fail_after(5):
+        delivered = await box.receive()
+    assert [3] == numbers([delivered])
+    reasons = [reason for _, reason in sink.letters]
+    assert 3 == len(reasons)
+    assert reasons[0].startswith("stored envelope is not JSON")
+    assert "'Gone' is not handled here" in reasons[1]
+    assert "no 'e'" in reasons[2]
+    # The stand-in envelope keeps the message's own id when the body still says it.
+    assert f"{unknown['origin']}-{unknown['seq']:x}" == sink.letters[1][0].id
+    dead = await client.xrange(DEAD)
+    assert [b"not json at all"] == [f[b"e"] for _, f in dead[:1]]
+    assert [r.encode() for r in reasons] == [f[b"r"] for _, f in dead]
+    await box.ack(delivered)
+    assert 0 == await client.xlen(STREAM)
+
+
+async def test_an_envelope_sent_twice_is_received_once(boxes: Boxes, client: Redis) -> None:
+    """Resending the same envelope id (a retried send) stores it once, one by one or in bulk."""
+    box = boxes(read_batch=1)
+    once, other = ping(1), ping(2)
+    await box.send(once)
+    await box.send(once)
+    await box.send_many([other, once, other])
+    assert 2 == await client.xlen(STREAM)
+    received = [await box.receive(), await box.receive()]
+    assert [1, 2] == numbers(received)
+    assert box.receive_nowait() is None
+    await box.ack_many(received)
+    assert 0 == await client.xlen(STREAM)
+
+
+async def test_a_full_mailbox_parks_send_until_an_ack(boxes: Boxes, client: Redis) -> None:
+    """With capacity 2, a third send waits until one of the two is acked, then lands last."""
+    box = boxes(capacity=2)
+    await box.send(ping(1))
+    await box.send(ping(2))
+    stored = anyio.Event()
+
+    async def third() -> None:
+        await box.send(ping(3))
+        stored.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(third)
+        await until(lambda: box._senders_waiting == 1)
+        assert not stored.is_set()
+        assert 2 == await client.xlen(STREAM)
+        first = await box.receive()
+        assert not stored.is_set()  # received is not enough: the entry still holds its place
+        await box.ack(first)
+        with anyio.fail_after(5):
+            await stored.wait()
+    assert 2 == await client.xlen(STREAM)
+    assert [2, 3] == numbers([await box.receive(), await box.receive()])
+
+
+async def test_an_ack_elsewhere_releases_a_parked_send(boxes: Boxes, client: Redis) -> None:
+    """A sender parked on a full stream notices room made by another process's ack."""
+    producer = boxes("p", capacity=1)
+    consumer = boxes("c", capacity=1)
+    await producer.send(ping(1))
+    stored = anyio.Event()
+
+    async def second() -> None:
+        await producer.send(ping(2))
+        stored.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(second)
+        await until(lambda: producer._senders_waiting == 1)
+        await consumer.ack(await consumer.receive())
+        with anyio.fail_after(5):
+            await stored.wait()
+    assert [2] == numbers([await consumer.receive()])
+
+
+async def test_close_drains_the_buffer_then_reports_closed(boxes: Boxes) -> None:
+    """After close, sends fail and what was already read still comes out, then closed."""
+    box = boxes(read_batch=8)
+    for n in range(3):
+        await box.send(ping(n))
+    first = await box.receive()
+    await box.close()
+    with pytest.raises(MailboxClosedError):
+        await box.send(ping(9))
+    rest = [await box.receive(), await box.receive()]
+    assert [0, 1, 2] == numbers([first, *rest])
+    with pytest.raises(MailboxClosedError):
+        await box.receive()
+
+
+async def test_close_wakes_a_receiver_blocked_in_redis(boxes: Boxes) -> None:
+    """A receiver blocked in XREADGROUP is released by close at once, not after `block`."""
+    box = boxes(block=30.0)
+    outcome: list[str] = []
+
+    async def receiver() -> None:
+        try:
+            await box.receive()
+        except MailboxClosedError:
+            outcome.append("closed")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(receiver)
+            await until(lambda: box._read_scope is not None)
+            await box.close()
+    assert ["closed"] == outcome
+
+
+async def test_receive_is_cancellable_and_the_mailbox_still_works(boxes: Boxes) -> None:
+    """Cancelling a receive blocked in Redis returns promptly; the next send still arrives."""
+    box = boxes(block=30.0)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(box.receive)
+            await until(lambda: box._read_scope is not None)
+            tg.cancel_scope.cancel()
+    await box.send(ping(4))
+    with anyio.fail_after(5):
+        assert [4] == numbers([await box.receive()])
+
+
+async def test_send_nowait_asks_for_send(boxes: Boxes, client: Redis) -> None:
+    """A durable mailbox refuses send_nowait with MailboxBlockedError and stores nothing."""
+    box = boxes()
+    with pytest.raises(MailboxBlockedError, match="await send"):
+        box.send_nowait(ping(1))
+    assert 0 == await client.xlen(STREAM)
+
+
+async def test_a_payload_the_codec_refuses_is_not_stored(boxes: Boxes, client: Redis) -> None:
+    """Only pydantic messages are stored: anything else fails the send with the reason."""
+    box = boxes()
+    with pytest.raises(InvalidMessageError, match="pydantic"):
+        await box.send(Envelope("box", {"n": 1}))
+    assert 0 == await client.xlen(STREAM)
+
+
+async def test_a_restarted_consumer_gets_its_own_pending_entries_first(
+    boxes: Boxes, client: Redis
+) -> None:
+    """The same consumer name, restarted, is handed its unacked entries (next attempt) before
+    anything new; drain_nowait left them in Redis."""
+    before = boxes("worker-1", read_batch=8)
+    await before.send(ping(1))
+    await before.send(ping(2))
+    handed = await before.receive()  # in hand; ping 2 sits in the local buffer
+    assert [] == before.drain_nowait()
+    assert 2 == await client.xlen(STREAM)
+    await boxes("producer").send(ping(3))
+    after = boxes("worker-1")
+    with anyio.fail_after(5):
+        received = [await after.receive() for _ in range(3)]
+    assert [1, 2, 3] == numbers(received)
+    assert [2, 2, 1] == [d.envelope.attempt for d in received]
+    assert handed.tag == received[0].tag
+
+
+async def test_depth_counts_waiting_not_in_hand(boxes: Boxes) -> None:
+    """depth() counts stored and buffered messages, not the one being handled."""
+    box = boxes(read_batch=2)
+    for n in range(3):
+        await box.send(ping(n))
+    assert 3 == box.depth()
+    in_hand = await box.receive()
+    assert 2 == box.depth()
+    await box.ack(in_hand)
+    assert 2 == box.depth()
+    for _ in range(2):
+        await box.ack(await box.receive())
+    assert 0 == box.depth()
+
+
+async def test_two_consumers_share_the_work_exactly_once(boxes: Boxes, client: Redis) -> None:
+    """Two producers and two consumers through a small mailbox: every message is handled
+    once, none lost, none twice."""
+    total = 120
+    producers = [boxes(f"p{i}", capacity=10) for i in range(2)]
+    consumers = [boxes(f"c{i}", capacity=10, read_batch=4) for i in range(2)]
+    handled: list[int] = []
+
+    async def produce(box: RedisMailbox, numbers_: range) -> None:
+        for n in numbers_:
+            await box.send(ping(n))
+
+    async def consume(box: RedisMailbox) -> None:
+        while len(handled) < total:
+            delivery = None
+            # A receive cancelled mid-read must not lose what the read took from the stream.
+            with anyio.move_on_after(0.05):
+                delivery = await box.receive()
+            if delivery is not None:
+                handled.append(delivery.envelope.payload.n)
+                await box.ack(delivery)
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(produce, producers[0], range(0, total, 2))
+            tg.start_soon(produce, producers[1], range(1, total, 2))
+            for box in consumers:
+                tg.start_soon(consume, box)
+    assert list(range(total)) == sorted(handled)
+    assert 0 == await client.xlen(STREAM)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"protocol": 3}, {"legacy_responses": False}, {"decode_responses": True}],
+    ids=["resp3", "unified", "decoded"],
+)
+async def test_other_client_settings(redis_url: str, options: dict[str, Any]) -> None:
+    """The RESP3 protocol and decoded responses read the same: order, claims, dead letters."""
+    client = Redis.from_url(redis_url, **options)
+    made: list[RedisMailbox] = []
+    boxes = make_boxes(client, made)
+    try:
+        sink = Sink()
+        await client.xadd(STREAM, {"e": "garbage"})
+        dying = boxes("a", sink=sink)
+        await dying.send(ping(1))
+        await dying.send(ping(2))
+        with anyio.fail_after(5):
+            assert [1] == numbers([await dying.receive()])
+        dying.drain_nowait()
+        survivor = boxes("b", sink=sink, claim_idle=0.05)
+        with anyio.fail_after(5):
+            received = [await survivor.receive(), await survivor.receive()]
+        assert [(1, 2), (2, 2)] == [(d.envelope.payload.n, d.envelope.attempt) for d in received]
+        assert 1 == len(sink.letters)
+        for delivery in received:
+            await survivor.ack(delivery)
+        assert 0 == await client.xlen(STREAM)
+    finally:
+        for box in made:
+            box.drain_nowait()
+        await client.aclose()
+
+
+async def test_unacked_messages_survive_a_server_restart_with_aof() -> None:
+    """With AOF on, stored and in-hand messages outlive a redis-server restart."""
+    with running_redis(aof=True) as server:
+        client = Redis.from_url(server.url)
+        made: list[RedisMailbox] = []
+        boxes = make_boxes(client, made)
+        try:
+            box = boxes("w")
+            await box.send(ping(1))
+            await box.send(ping(2))
+            await box.receive()
+            await client.aclose()
+            server.restart()
+            client = Redis.from_url(server.url)
+            again = make_boxes(client, made)("w")
+            with anyio.fail_after(5):
+                received = [await again.receive(), await again.receive()]
+            assert [(1, 2), (2, 2)] == [
+                (d.envelope.payload.n, d.envelope.attempt) for d in received
+            ]
+        finally:
+            for made_box in made:
+                made_box.drain_nowait()
+            await client.aclose()
