@@ -12,15 +12,7 @@ from anyio.lowlevel import checkpoint
 
 from baton.errors import MailboxClosedError, MailboxFullError
 from baton.mailboxes import Envelope, MemoryMailbox
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.letters: list[tuple[Envelope, str]] = []
-
-    def dead_letter(self, envelope: Envelope, reason: str) -> None:
-        self.letters.append((envelope, reason))
-
+from tests.mailboxes.sinks import Sink
 
 Boxes = Callable[..., MemoryMailbox]
 

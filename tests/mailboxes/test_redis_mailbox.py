@@ -18,6 +18,7 @@ from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosed
 from baton.mailboxes import Delivery, Envelope
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.redis import RedisMailbox
+from tests.mailboxes.sinks import Sink
 
 
 class Ping(BaseModel):
@@ -26,14 +27,6 @@ class Ping(BaseModel):
 
 class Note(BaseModel):
     text: str
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.letters: list[tuple[Envelope, str]] = []
-
-    def dead_letter(self, envelope: Envelope, reason: str) -> None:
-        self.letters.append((envelope, reason))
 
 
 CODEC = EnvelopeCodec({"Ping": Ping, "Note": Note})

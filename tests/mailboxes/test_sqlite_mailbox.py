@@ -20,18 +20,11 @@ from baton.mailboxes import Envelope
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.sqlite import SqliteMailbox, SqliteStore
 from baton.runtime import Runtime
+from tests.mailboxes.sinks import Sink
 
 
 class Ping(BaseModel):
     n: int
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.letters: list[tuple[Envelope, str]] = []
-
-    def dead_letter(self, envelope: Envelope, reason: str) -> None:
-        self.letters.append((envelope, reason))
 
 
 CODEC = EnvelopeCodec({"Ping": Ping})
