@@ -95,6 +95,11 @@ def render_dispatch(message: Dispatch) -> str:
     return "\n\n".join(part for part in parts if part.strip())
 
 
+def _answered_before(state: ConversationState, key: str | None) -> bool:
+    """`key` opened a round older than the latest: that round, and later ones, are done."""
+    return key is not None and key in state.round_keys and key != state.round_key
+
+
 class AgentActor(Actor):
     """An agent: model, tools, conversations (one per scenario, plus `main`), journal."""
 
@@ -174,8 +179,7 @@ class AgentActor(Actor):
         conversation = message.conversation_id
         key = message.dispatch_id or self._message_key()
         state = await self._state(conversation)
-        if key is not None and key in state.round_keys and key != state.round_key:
-            # An old work order delivered again: its round is long done, and later ones too.
+        if _answered_before(state, key):
             log.info("agent.duplicate_dispatch", actor=self.actor_name, key=key)
             return ""
         if message.budget:
@@ -242,8 +246,8 @@ class AgentActor(Actor):
                         state.round_key = key
                 elif text is not None:
                     log.info("agent.request_redelivered", actor=self.actor_name, key=key)
-                    if key != state.round_key:
-                        return ""  # a request older than the open round: long answered
+                    if _answered_before(state, key):
+                        return ""
                 return await self._drive(state)
             finally:
                 self._current = None
