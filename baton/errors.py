@@ -167,6 +167,19 @@ class JournalCorruptError(RuntimeFailure):
         )
 
 
+class LeaseLostError(RuntimeFailure):
+    """Raised when a journal append finds that this process no longer owns the conversation
+    (its lease expired and another worker took it over): the step is not written."""
+
+    def __init__(self, actor: str, conversation: str) -> None:
+        self.actor = actor
+        self.conversation = conversation
+        super().__init__(
+            f"{actor} no longer holds the lease on conversation {conversation!r}: another "
+            "worker owns it now; this process's step was not journaled"
+        )
+
+
 class InvalidPackageError(UsageError):
     """Raised when a handoff package does not validate; the message names each bad field."""
 

@@ -12,7 +12,8 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +30,25 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 
 
 class JournalStore(Protocol):
-    """Where agent actors keep their conversation records."""
+    """Where agent actors keep their conversation records.
+
+    A `shared` store is written by several processes (workers scaling one actor out): an
+    actor holds a conversation (`hold`) while it works on it, and checks `length` against
+    what it has cached, since another process may have appended since it last looked.
+    """
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes append to these journals too."""
+        ...
+
+    def hold(self, actor: str, conversation: str) -> AbstractAsyncContextManager[None]:
+        """Own the conversation for the block: no other holder appends to it meanwhile."""
+        ...
+
+    async def length(self, actor: str, conversation: str) -> int:
+        """How many records the conversation has."""
+        ...
 
     async def append(self, actor: str, conversation: str, record: Mapping[str, Any]) -> None:
         """Durably append one record; returns once it would survive a crash."""
@@ -73,11 +92,25 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+@asynccontextmanager
+async def _sole_owner(actor: str, conversation: str) -> AsyncIterator[None]:
+    # A store only this process writes needs no lease: the workspace claim is the ownership.
+    yield
+
+
 class FileJournalStore:
     """Journals as `<workspace>/.baton/journal/<actor>/<conversation>.jsonl`."""
 
+    shared = False
+
     def __init__(self, workspace: Path) -> None:
         self.root = workspace / JOURNAL_DIR
+
+    def hold(self, actor: str, conversation: str) -> AbstractAsyncContextManager[None]:
+        return _sole_owner(actor, conversation)
+
+    async def length(self, actor: str, conversation: str) -> int:
+        return len(await self.read(actor, conversation))
 
     def path(self, actor: str, conversation: str) -> Path:
         return (
@@ -126,8 +159,16 @@ class FileJournalStore:
 class MemoryJournalStore:
     """Journals kept in memory: for an in-memory runtime and for tests."""
 
+    shared = False
+
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    def hold(self, actor: str, conversation: str) -> AbstractAsyncContextManager[None]:
+        return _sole_owner(actor, conversation)
+
+    async def length(self, actor: str, conversation: str) -> int:
+        return len(self._records.get((actor, conversation), []))
 
     async def append(self, actor: str, conversation: str, record: Mapping[str, Any]) -> None:
         # Round-trip through JSON so what is kept is exactly what a file store would return.

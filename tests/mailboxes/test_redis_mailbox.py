@@ -12,7 +12,7 @@ import pytest
 from anyio.lowlevel import checkpoint
 from pydantic import BaseModel
 from redis.asyncio import Redis
-from redis_server import running_redis
+from tests.redis_server import running_redis
 
 from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes import Delivery, Envelope
