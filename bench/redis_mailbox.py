@@ -1,7 +1,7 @@
 """Redis mailbox throughput: baton's RedisMailbox against raw redis-py stream commands.
 
 Run: .venv/bin/python bench/redis_mailbox.py [--messages N] [--batched-messages M] [--repeats R]
-Starts its own redis-server (tests/mailboxes/redis_server.py), then measures tell throughput,
+Starts its own redis-server (tests/redis_server.py), then measures tell throughput,
 messages/s for "send N, then receive and ack all N", at two batch sizes:
 
 - batch 1: raw is one XADD per message, XREADGROUP COUNT 1, one XACK per message; baton is
@@ -48,8 +48,8 @@ CODEC = EnvelopeCodec({"Ping": Ping})
 
 
 def load_server_helper() -> ModuleType:
-    """tests/mailboxes/redis_server.py, imported by path: the tests are not a package."""
-    path = Path(__file__).resolve().parents[1] / "tests" / "mailboxes" / "redis_server.py"
+    """tests/redis_server.py, imported by path: the tests are not a package."""
+    path = Path(__file__).resolve().parents[1] / "tests" / "redis_server.py"
     spec = importlib.util.spec_from_file_location("redis_server", path)
     assert spec is not None
     assert spec.loader is not None

@@ -38,6 +38,9 @@ class ConversationState:
     # (after a crash, or re-sent) finishes its round instead of opening a second.
     round_keys: set[str] = field(default_factory=set)
     round_key: str | None = None
+    # Records of the journal this state reflects: fewer than the journal holds means another
+    # process (a worker sharing the journal) went on with the conversation since.
+    journal_length: int = 0
 
     @property
     def scenario(self) -> str | None:
@@ -61,7 +64,9 @@ def load_state(
     handed_off = False
     round_keys: set[str] = set()
     round_key: str | None = None
+    length = 0
     for record in records:
+        length += 1
         kind = record.get("type")
         if kind in RECORD_TYPES:
             conversation.apply(record)
@@ -95,4 +100,5 @@ def load_state(
         handed_off=handed_off,
         round_keys=round_keys,
         round_key=round_key,
+        journal_length=length,
     )

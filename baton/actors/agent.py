@@ -12,7 +12,8 @@ already has, and never pays for a completed model call twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,10 @@ class AgentActor(Actor):
         await self._fit_budget_to_model()
         if self.setup.context_reporter is not None:
             self.setup.context_reporter.register(self.actor_name, self.context_fill)
+        if self.setup.journal.shared:
+            # Processes share the journal: a round left unfinished by a dead one is finished
+            # by whoever takes over the message that opened it, not by every process starting.
+            return
         for conversation in await self.setup.journal.conversations(self.actor_name):
             state = await self._state(conversation)
             if state.conversation.awaiting_reply:
@@ -178,26 +183,47 @@ class AgentActor(Actor):
         """Run a round of the scenario's conversation with the Scheduler's context."""
         conversation = message.conversation_id
         key = message.dispatch_id or self._message_key()
-        state = await self._state(conversation)
-        if _answered_before(state, key):
-            log.info("agent.duplicate_dispatch", actor=self.actor_name, key=key)
-            return ""
-        if message.budget:
-            await self._set_budget(conversation, message.budget)
-        text = await self._run_round(conversation, render_dispatch(message), key=key)
-        await self._report_round_end(conversation, text, message.dispatch_id)
-        return text
+        async with self._owning(conversation) as state:
+            if _answered_before(state, key):
+                log.info("agent.duplicate_dispatch", actor=self.actor_name, key=key)
+                return ""
+            if message.budget:
+                await self._set_budget(conversation, message.budget)
+            text = await self._run_round(conversation, render_dispatch(message), key=key)
+            await self._report_round_end(conversation, text, message.dispatch_id)
+            return text
 
     @handler
     async def resume(self, message: ResumeRound) -> str:
         """Finish a round that a crash interrupted (unless its redelivered request did)."""
-        state = await self._state(message.conversation)
-        if not state.conversation.awaiting_reply:
-            return ""
-        text = await self._run_round(message.conversation, None)
-        if message.conversation != MAIN_CONVERSATION:
-            await self._report_round_end(message.conversation, text, None)
-        return text
+        async with self._owning(message.conversation) as state:
+            if not state.conversation.awaiting_reply:
+                return ""
+            text = await self._run_round(message.conversation, None)
+            if message.conversation != MAIN_CONVERSATION:
+                await self._report_round_end(message.conversation, text, None)
+            return text
+
+    @asynccontextmanager
+    async def _owning(self, conversation: str) -> AsyncIterator[ConversationState]:
+        """Hold the conversation (other processes sharing the journal wait), brought up to
+        date with what they journaled; holding it again inside nests."""
+        journal = self.setup.journal
+        async with journal.hold(self.actor_name, conversation):
+            state = await self._state(conversation)
+            if journal.shared:
+                length = await journal.length(self.actor_name, conversation)
+                if length != state.journal_length:
+                    log.info(
+                        "agent.journal_refreshed",
+                        actor=self.actor_name,
+                        conversation=conversation,
+                        records=length,
+                        cached=state.journal_length,
+                    )
+                    del self._states[conversation]
+                    state = await self._state(conversation)
+            yield state
 
     def _message_key(self) -> str | None:
         envelope = self.actor_envelope
@@ -230,7 +256,11 @@ class AgentActor(Actor):
     ) -> str:
         """Run a round opened by `text` (None: finish the open one). A `key` already seen is
         the same request again: its round is finished, or its answer given, not re-run."""
-        state = await self._state(conversation)
+        async with self._owning(conversation) as state:
+            return await self._round(state, text, key=key)
+
+    async def _round(self, state: ConversationState, text: str | None, *, key: str | None) -> str:
+        conversation = state.id
         scenario = state.scenario
         with structlog.contextvars.bound_contextvars(scenario=scenario, conversation=conversation):
             self._current = self._last = state
@@ -434,6 +464,7 @@ class AgentActor(Actor):
 
     async def _journal(self, state: ConversationState, record: Mapping[str, Any]) -> None:
         await self.setup.journal.append(self.actor_name, state.id, record)
+        state.journal_length += 1
 
     async def _register_paths(self, paths: list[str]) -> None:
         state = self._current

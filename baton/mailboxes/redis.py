@@ -13,26 +13,31 @@ Keys (the prefix is "baton" by default):
 Delivery is at least once. `attempt` comes from the stream's own delivery count, so it
 survives a crash: an entry redelivered after its consumer died arrives with a higher attempt
 and is dead-lettered once the count passes `max_attempts`. A consumer that died is detected
-only by its entries going idle: `claim_idle` must exceed the longest an entry may wait in the
-local read-ahead buffer plus be handled, or a live consumer's entries are claimed as well.
-Needs Redis >= 7.0 (XAUTOCLAIM skips deleted entries).
+only by its entries going idle past `claim_idle`; other consumers then claim them. So that a
+live consumer's entries never go idle, however long a handler runs, its owner calls
+`keep_alive()` every `heartbeat_interval` (a third of `claim_idle`) for as long as it runs
+(the runtime drives it): that resets the idle time of every entry the mailbox holds, buffered
+or in hand. `claim_idle` therefore only has to exceed the longest gap between two heartbeats
+(a stalled event loop, a slow Redis), not the longest handler. A consumer stalled past it
+loses its entries to another: `keep_alive` reports them lost, and settling one is left to its
+new owner. Needs Redis >= 7.0 (XAUTOCLAIM skips deleted entries).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 import anyio
 import structlog
 from redis.asyncio import Redis
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ResponseError
 
 from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError, UsageError
+from baton.mailboxes import _redis_scripts as scripts
+from baton.mailboxes._redis_scripts import as_str, body_of, stream_entries
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink
@@ -41,142 +46,11 @@ log = structlog.get_logger(__name__)
 
 Body = str | bytes
 
-# Dedupe and the capacity check must be atomic with the XADD, and only a script can make the
-# XADD conditional: MULTI cannot branch on `SET NX`'s answer. A Lua script runs atomically, so
-# EXISTS then SET EX is as good as SET NX, and lets a duplicate be skipped even while the
-# stream is full. It adds envelopes in order while there is room and returns how many it
-# took (added, or skipped as seen) plus the stream's length; the sender waits, resends the rest.
-_SEND = """
-local capacity = tonumber(ARGV[1])
-local length = redis.call('XLEN', KEYS[1])
-local taken = 0
-for i = 2, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 0 then
-    if length >= capacity then break end
-    redis.call('SET', KEYS[i], '1', 'EX', ARGV[2])
-    redis.call('XADD', KEYS[1], '*', 'e', ARGV[i + 1])
-    length = length + 1
-  end
-  taken = taken + 1
-end
-return {taken, length}
-"""
-
-# XACK and XDEL together or not at all: an entry acked but not deleted would hold a unit of
-# capacity for ever. One script is also one command on the wire, cheaper than MULTI/EXEC.
-_ACK = """
-redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
-redis.call('XDEL', KEYS[1], unpack(ARGV, 2))
-return redis.call('XLEN', KEYS[1])
-"""
-
-# ARGV: group, dead maxlen, then (entry id, body, reason) triples.
-_DEAD = """
-for i = 3, #ARGV, 3 do
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'e', ARGV[i + 1], 'r', ARGV[i + 2])
-  redis.call('XACK', KEYS[1], ARGV[1], ARGV[i])
-  redis.call('XDEL', KEYS[1], ARGV[i])
-end
-return redis.call('XLEN', KEYS[1])
-"""
-
-# This consumer's own pending entries after a cursor (a previous life's, or those of a read
-# that was cancelled mid-flight), each with its delivery count, which the read has just raised.
-# XREADGROUP does not report counts, so the XPENDING must run in the same atomic step.
-# Returns {entries read, last id, stream length, {id, count, fields}...}.
-_RECOVER = """
-local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[4],
-  'STREAMS', KEYS[1], ARGV[3])
-local entries = (read and read[1] and read[1][2]) or {}
-local out = {#entries, ARGV[3], redis.call('XLEN', KEYS[1])}
-if #entries == 0 then return out end
-local counts = {}
-local pending = redis.call('XPENDING', KEYS[1], ARGV[1], entries[1][1],
-  entries[#entries][1], #entries, ARGV[2])
-for _, p in ipairs(pending) do counts[p[1]] = p[4] end
-for _, e in ipairs(entries) do
-  out[2] = e[1]
-  if e[2] then
-    out[#out + 1] = {e[1], counts[e[1]] or 1, e[2]}
-  else
-    redis.call('XACK', KEYS[1], ARGV[1], e[1])
-  end
-end
-return out
-"""
-
-# Entries of dead consumers, idle past `claim_idle`, with their (raised) delivery counts.
-# Returns {next cursor, stream length, {id, count, fields}...}.
-_CLAIM = """
-local claimed = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4],
-  'COUNT', ARGV[5])
-local out = {claimed[1], redis.call('XLEN', KEYS[1])}
-for _, e in ipairs(claimed[2]) do
-  if e[2] then
-    local p = redis.call('XPENDING', KEYS[1], ARGV[1], e[1], e[1], 1)
-    out[#out + 1] = {e[1], (p[1] and p[1][4]) or 1, e[2]}
-  end
-end
-return out
-"""
-
 # Lua's unpack() is bounded by its C stack (~8000 values); batches stay well under that.
 _CHUNK = 500
 _MIN_BACKOFF = 0.002
 _MAX_BACKOFF = 0.1
 _DONE = "0-0"
-
-
-class _Script:
-    """One Lua script, run by its SHA and loaded on first NOSCRIPT (a restarted or another
-    server). redis-py's own `AsyncScript` does the same with a little more work per call,
-    and these calls are the hot path of every send and ack."""
-
-    __slots__ = ("_client", "_sha", "_source")
-
-    def __init__(self, client: Redis, source: str) -> None:
-        self._client = client
-        self._source = source
-        self._sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
-
-    async def __call__(self, numkeys: int, *keys_and_args: str | bytes | int) -> Any:
-        try:
-            return await self._client.evalsha(self._sha, numkeys, *keys_and_args)
-        except NoScriptError:
-            await self._client.script_load(self._source)
-            return await self._client.evalsha(self._sha, numkeys, *keys_and_args)
-
-
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _body_of(fields: object) -> Body | None:
-    """The `e` field of an entry, whether redis-py gave a dict or Lua a flat list."""
-    if isinstance(fields, dict):
-        body = fields.get(b"e", fields.get("e"))
-        return body if isinstance(body, str | bytes) else None
-    if isinstance(fields, list):
-        for key, value in zip(fields[::2], fields[1::2], strict=False):
-            if key in (b"e", "e") and isinstance(value, str | bytes):
-                return value
-    return None
-
-
-def _stream_entries(reply: Any) -> list[Any]:
-    """The (id, fields) pairs of an XREADGROUP reply, whatever the client's settings: RESP2
-    gives [[stream, entries]], `legacy_responses=False` {stream: entries}, and RESP3 with
-    legacy responses {stream: [entries]}; an entry itself is always a tuple."""
-    if not reply:
-        return []
-    groups = reply.values() if isinstance(reply, dict) else (item[1] for item in reply)
-    found: list[Any] = []
-    for entries in groups:
-        if entries and isinstance(entries[0], list):
-            found += [entry for inner in entries for entry in inner]
-        else:
-            found += entries
-    return found
 
 
 class RedisMailbox:
@@ -185,6 +59,9 @@ class RedisMailbox:
     `depth()` is approximate: the stream's length as last seen by this object (every send,
     ack and claim reports it) minus the deliveries in hand. Other processes' sends show up at
     this object's next round trip, and other consumers' pending entries count as waiting.
+
+    While it runs, the owner must call `keep_alive()` every `heartbeat_interval`, or entries
+    held longer than `claim_idle` are taken over by other consumers (see the module doc).
     """
 
     def __init__(
@@ -229,15 +106,19 @@ class RedisMailbox:
         self._dead = f"{prefix}:dead:{name}"
         self._seen = f"{prefix}:seen:{name}:"
         self._group = name
-        self._send_script = _Script(client, _SEND)
-        self._ack_script = _Script(client, _ACK)
-        self._dead_script = _Script(client, _DEAD)
-        self._recover_script = _Script(client, _RECOVER)
-        self._claim_script = _Script(client, _CLAIM)
+        self._send_script = scripts.Script(client, scripts.SEND)
+        self._ack_script = scripts.Script(client, scripts.ACK)
+        self._dead_script = scripts.Script(client, scripts.DEAD)
+        self._recover_script = scripts.Script(client, scripts.RECOVER)
+        self._claim_script = scripts.Script(client, scripts.CLAIM)
+        self._keep_alive_script = scripts.Script(client, scripts.KEEP_ALIVE)
 
         self._buffer: deque[Delivery] = deque()
         # Every entry this object holds (buffered or in hand): its delivery count and body.
         self._held: dict[str, tuple[int, Body]] = {}
+        # Deliveries in hand whose entries another consumer took over (or settled) while this
+        # one stalled: settling them is the new owner's business, so their ack/nack is a no-op.
+        self._lost: set[str] = set()
         self._closed = False
         self._group_ready = False
         self._recover_from: str | None = "0"  # a previous life's entries come first
@@ -372,9 +253,9 @@ class RedisMailbox:
             1, self._stream, self._group, self._consumer, cursor, self._read_batch
         )
         read, last, length, *entries = reply
-        self._recover_from = _text(last) if int(read) >= self._read_batch else None
+        self._recover_from = as_str(last) if int(read) >= self._read_batch else None
         self._stream_len = int(length)
-        await self._accept((_text(i), int(c), _body_of(f)) for i, c, f in entries)
+        await self._accept((as_str(i), int(c), body_of(f)) for i, c, f in entries)
 
     async def _claim(self, now: float) -> None:
         reply = await self._claim_script(
@@ -387,13 +268,13 @@ class RedisMailbox:
             self._read_batch,
         )
         cursor, length, *entries = reply
-        self._claim_cursor = _text(cursor)
+        self._claim_cursor = as_str(cursor)
         if self._claim_cursor == _DONE:
             self._next_claim = now + self._claim_idle / 2
         self._stream_len = int(length)
         if entries:
             log.info("mailbox.claimed", mailbox=self._name, entries=len(entries))
-        await self._accept((_text(i), int(c), _body_of(f)) for i, c, f in entries)
+        await self._accept((as_str(i), int(c), body_of(f)) for i, c, f in entries)
 
     async def _read_new(self, block: float) -> None:
         # Until the reply is in, what the read delivered sits in our PEL and nowhere else:
@@ -414,10 +295,10 @@ class RedisMailbox:
         if scope.cancelled_caught:  # close() woke us: the entries stay pending for later
             return
         self._recover_from = None
-        entries = _stream_entries(reply)
+        entries = stream_entries(reply)
         if entries:
-            self._last_new_id = _text(entries[-1][0])
-            await self._accept((_text(i), 1, _body_of(f)) for i, f in entries)
+            self._last_new_id = as_str(entries[-1][0])
+            await self._accept((as_str(i), 1, body_of(f)) for i, f in entries)
             self._stream_len = max(self._stream_len, len(self._held))
 
     async def _accept(self, entries: Iterable[tuple[str, int, Body | None]]) -> None:
@@ -426,6 +307,8 @@ class RedisMailbox:
         dead: list[tuple[str, Envelope, Body, str]] = []
         held = self._held
         for tag, count, body in entries:
+            # Ours again (claimed back after its new owner died): a lost copy's ack counts.
+            self._lost.discard(tag)
             if tag in held:  # already ours (our own claim scan found it idle in the buffer)
                 held[tag] = (max(count, held[tag][0]), held[tag][1])
                 continue
@@ -461,19 +344,75 @@ class RedisMailbox:
                 return Envelope(self._name, text, attempt=count, seq=data["seq"], origin=origin)
         return Envelope(self._name, text, attempt=count)
 
+    # --- heartbeat -------------------------------------------------------------------------
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """How often the owner should call `keep_alive`: a third of `claim_idle`, so a
+        heartbeat that is late or fails still leaves the next one time to land."""
+        return self._claim_idle / 3
+
+    async def keep_alive(self) -> int:
+        """Reset the idle time of every entry held here (buffered or in hand) that is still
+        pending for this consumer, so no other consumer claims it; return how many were.
+
+        The others are lost: claimed by another consumer, or settled by someone, while this
+        one stalled past `claim_idle`. A lost buffered entry is dropped, not handed out; the
+        ack or nack of a lost one in hand does nothing, leaving it to its new owner. One
+        round trip per 500 entries held; none when nothing is."""
+        tags = list(self._held)
+        kept = len(tags)
+        for start in range(0, len(tags), _CHUNK):
+            chunk = tags[start : start + _CHUNK]
+            try:
+                lost = await self._keep_alive_script(
+                    1, self._stream, self._group, self._consumer, *chunk
+                )
+            except ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                lost = chunk  # the stream was deleted under us, and all it held with it
+            kept -= len(lost)
+            self._drop_lost([as_str(tag) for tag in lost])
+        return kept
+
+    def _drop_lost(self, tags: list[str]) -> None:
+        # An entry acked while the heartbeat was in flight is gone too, but not lost.
+        lost = {tag for tag in tags if self._held.pop(tag, None) is not None}
+        if not lost:
+            return
+        kept = [delivery for delivery in self._buffer if delivery.tag not in lost]
+        in_hand = lost.difference(delivery.tag for delivery in self._buffer)
+        self._buffer.clear()
+        self._buffer.extend(kept)
+        self._lost |= in_hand
+        log.warning(
+            "mailbox.entries_lost", mailbox=self._name, entries=len(lost), in_hand=len(in_hand)
+        )
+
+    def _settled_elsewhere(self, tag: str) -> bool:
+        if tag not in self._lost:
+            return False
+        self._lost.discard(tag)
+        log.info("mailbox.lost_entry_not_settled", mailbox=self._name, entry=tag)
+        return True
+
     # --- settling --------------------------------------------------------------------------
 
     async def ack(self, delivery: Delivery) -> None:
         tag = self._tag(delivery)
+        if self._settled_elsewhere(tag):
+            return
         self._held.pop(tag, None)
         self._stream_len = int(await self._ack_script(1, self._stream, self._group, tag))
         self._wake_senders()
 
     async def ack_many(self, deliveries: Sequence[Delivery]) -> None:
         """Ack several deliveries in one round trip per chunk."""
-        if not deliveries:
-            return
         tags = [self._tag(delivery) for delivery in deliveries]
+        tags = [tag for tag in tags if not self._settled_elsewhere(tag)]
+        if not tags:
+            return
         for tag in tags:
             self._held.pop(tag, None)
         for start in range(0, len(tags), _CHUNK):
@@ -485,6 +424,8 @@ class RedisMailbox:
 
     async def nack(self, delivery: Delivery, *, requeue: bool, reason: str) -> None:
         tag = self._tag(delivery)
+        if self._settled_elsewhere(tag):
+            return  # requeued, it would be stolen back from the consumer now handling it
         envelope = delivery.envelope
         count, body = self._held.get(tag, (envelope.attempt, ""))
         if requeue and count < self._max_attempts:
@@ -514,11 +455,13 @@ class RedisMailbox:
         args: list[Body | int] = [self._stream, self._dead, self._group, self._dead_maxlen]
         for tag, _, body, reason in letters:
             args += [tag, body, reason]
+            # Let go before the round trip, as ack does: a heartbeat crossing it would find
+            # the entry gone and report it lost.
+            self._held.pop(tag, None)
         length = await self._dead_script(2, *args)
         self._stream_len = int(length)
         self._wake_senders()
         for tag, envelope, _, reason in letters:
-            self._held.pop(tag, None)
             # Info, not warning: the sink reports the dead letter itself; this adds the entry id.
             log.info("mailbox.dead_lettered", mailbox=self._name, entry=tag, reason=reason)
             if self._dead_letters is not None:

@@ -63,6 +63,10 @@ class PendingAsk:
         return self.value
 
 
+# Where an ask's outcome goes when the asker is not in this process (envelope, value, error).
+ReplyElsewhere = Callable[[Envelope, Any, "BaseException | None"], None]
+
+
 class _StopActor(Exception):
     """Internal: the supervisor gave up on this actor."""
 
@@ -80,6 +84,7 @@ class ActorCell:
         policy: SupervisorPolicy,
         dead_letters: DeadLetterSink,
         token_log: TokenLog,
+        reply_elsewhere: ReplyElsewhere | None = None,
     ) -> None:
         self.name = name
         self.ref = ref
@@ -101,6 +106,7 @@ class ActorCell:
         self._dispatch: dict[type, BoundHandler] = {}
         self._failing = False
         self._log_scope = MessageScope(name)
+        self._reply_elsewhere = reply_elsewhere
 
     @property
     def busy(self) -> bool:
@@ -280,9 +286,12 @@ class ActorCell:
     ) -> None:
         if envelope.correlation_id is None:
             return
-        # A missing entry means the asker timed out and left: the late reply is dropped.
         pending = self.pending.pop(envelope.correlation_id, None)
         if pending is None:
+            # Asked from another process; or the asker timed out and left, and the late
+            # reply is dropped.
+            if self._reply_elsewhere is not None:
+                self._reply_elsewhere(envelope, value, error)
             return
         if error is not None:
             pending.fail(error)

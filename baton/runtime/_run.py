@@ -27,9 +27,10 @@ from baton.actors.messages import (
 from baton.errors import BatonError
 from baton.runtime._render import render_scenario
 from baton.runtime._workspace_claim import claim_workspace
+from baton.runtime.config import BatonConfig, load_config, redact_url
 from baton.runtime.control_errors import CommandLineError, NoSchedulerError
 from baton.runtime.control_server import ControlServer
-from baton.runtime.pipeline import Pipeline, open_pipeline
+from baton.runtime.pipeline import AGENTS, Pipeline, open_pipeline
 from baton.runtime.runtime import Runtime
 
 log = structlog.get_logger(__name__)
@@ -45,6 +46,14 @@ class RunOptions:
     exit_when_idle: bool = False
     auto_approve: bool = False
     actors: Sequence[str] = ()
+    mailbox: str | None = None
+    roles: Sequence[str] | None = None
+
+
+def command_line_config(workspace: Path, mailbox: str | None) -> BatonConfig:
+    """The workspace's configuration with `--mailbox` applied on top."""
+    overrides = {"runtime": {"mailbox": mailbox}} if mailbox is not None else None
+    return load_config(workspace, overrides=overrides)
 
 
 def load_actor_class(spec: str) -> tuple[str, type[Actor]]:
@@ -70,7 +79,7 @@ def load_actor_class(spec: str) -> tuple[str, type[Actor]]:
     return name, found
 
 
-async def _watch_signals(stop: anyio.Event, *, task_status: TaskStatus[None]) -> None:
+async def watch_signals(stop: anyio.Event, *, task_status: TaskStatus[None]) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         task_status.started()
         async for received in signals:
@@ -125,9 +134,13 @@ async def _start(
         await runtime.spawn(name, actor_type)
     if options.submit is not None and not runtime.is_alive(SCHEDULER):
         raise NoSchedulerError
+    shared = ""
+    if runtime.distributed is not None:
+        url, consumer = redact_url(runtime.distributed.url), runtime.distributed.consumer
+        shared = f" · mailbox {url} · consumer {consumer}"
     print(
         f"baton: {pipeline.mode} · workspace {runtime.workspace} · socket {server.socket_path} · "
-        f"token log {runtime.token_log.path}",
+        f"token log {runtime.token_log.path}{shared}",
         file=out,
         flush=True,
     )
@@ -144,23 +157,33 @@ async def _start(
 async def _serve(
     options: RunOptions, actors: list[tuple[str, type[Actor]]], stop: anyio.Event, out: TextIO
 ) -> None:
-    async with (
-        claim_workspace(options.workspace) as claim,
-        Runtime.open(claim.workspace) as runtime,
-        open_pipeline(runtime) as pipeline,
-        ControlServer.open(runtime, claim=claim) as server,
-    ):
-        # Only this scope is cancelled to stop: leaving the blocks above is the drain.
-        async with anyio.create_task_group() as serving:
-            serving.start_soon(_cancel_when_set, stop, serving.cancel_scope)
-            serving.start_soon(_cancel_when_set, server.stop_requested, serving.cancel_scope)
-            await _start(
-                runtime, pipeline=pipeline, server=server, options=options, actors=actors, out=out
-            )
-            if options.exit_when_idle:
-                serving.start_soon(_cancel_when_idle, runtime, pipeline, serving.cancel_scope, out)
-            await anyio.sleep_forever()
-        log.info("run.stopping", workspace=str(claim.workspace))
+    async with claim_workspace(options.workspace) as claim:
+        config = await anyio.to_thread.run_sync(
+            command_line_config, claim.workspace, options.mailbox
+        )
+        async with (
+            Runtime.open(claim.workspace, config=config) as runtime,
+            open_pipeline(runtime, roles=options.roles or AGENTS) as pipeline,
+            ControlServer.open(runtime, claim=claim) as server,
+        ):
+            # Only this scope is cancelled to stop: leaving the blocks above is the drain.
+            async with anyio.create_task_group() as serving:
+                serving.start_soon(_cancel_when_set, stop, serving.cancel_scope)
+                serving.start_soon(_cancel_when_set, server.stop_requested, serving.cancel_scope)
+                await _start(
+                    runtime,
+                    pipeline=pipeline,
+                    server=server,
+                    options=options,
+                    actors=actors,
+                    out=out,
+                )
+                if options.exit_when_idle:
+                    serving.start_soon(
+                        _cancel_when_idle, runtime, pipeline, serving.cancel_scope, out
+                    )
+                await anyio.sleep_forever()
+            log.info("run.stopping", workspace=str(claim.workspace))
 
 
 async def run(options: RunOptions, out: TextIO) -> None:
@@ -173,7 +196,7 @@ async def run(options: RunOptions, out: TextIO) -> None:
     stop = anyio.Event()
     async with anyio.create_task_group() as watcher:
         # Listening before the socket exists: a signal at any time after start drains.
-        await watcher.start(_watch_signals, stop)
+        await watcher.start(watch_signals, stop)
         try:
             await _serve(options, actors, stop, out)
         finally:

@@ -87,8 +87,24 @@ async def _run(args: argparse.Namespace) -> None:
         exit_when_idle=args.exit_when_idle,
         auto_approve=args.auto_approve,
         actors=tuple(args.actor),
+        mailbox=args.mailbox,
+        roles=_role_list(args.actors) if args.actors else None,
     )
     await run(options, sys.stdout)
+
+
+def _role_list(specs: list[str]) -> tuple[str, ...]:
+    return tuple(name.strip() for spec in specs for name in spec.split(",") if name.strip())
+
+
+async def _worker(args: argparse.Namespace) -> None:
+    # Imported here, as for `run`: only this command needs the pipeline.
+    from baton.runtime._worker import WorkerOptions, work  # noqa: PLC0415
+
+    options = WorkerOptions(
+        workspace=Path(args.workspace), actors=_role_list(args.actors), mailbox=args.mailbox
+    )
+    await work(options, sys.stdout)
 
 
 async def _submit(args: argparse.Namespace) -> None:
@@ -199,6 +215,37 @@ def build_parser() -> argparse.ArgumentParser:
         "current directory) under NAME; repeatable",
     )
 
+    mailbox_help = (
+        "mailbox backend, overriding runtime.mailbox: memory, sqlite, or "
+        "redis://HOST:PORT/DB to share actors with `baton worker` processes"
+    )
+    run_cmd.add_argument("--mailbox", metavar="BACKEND", help=mailbox_help)
+    run_cmd.add_argument(
+        "--actors",
+        action="append",
+        metavar="A[,B]",
+        help="run only these pipeline actors (init, execute, scheduler) here; the others run "
+        "in `baton worker` processes (needs a redis:// mailbox; default: all three)",
+    )
+
+    worker = command(
+        "worker",
+        _worker,
+        "consume named pipeline actors' Redis mailboxes alongside `baton run`",
+    )
+    worker.add_argument(
+        "--actors",
+        action="append",
+        required=True,
+        metavar="A[,B]",
+        help="the pipeline actors to run here: init, execute (comma-separated or repeated)",
+    )
+    worker.add_argument(
+        "--mailbox",
+        metavar="redis://HOST:PORT/DB",
+        help="the Redis that `baton run` uses (default: runtime.mailbox of the workspace)",
+    )
+
     submit = command("submit", _submit, "submit a scenario to the scheduler")
     submit.add_argument("scenario", metavar="SCENARIO")
     submit.add_argument("--requirement", metavar="TEXT")
@@ -270,13 +317,13 @@ def main(argv: list[str] | None = None) -> int:
     handler: Command | None = getattr(args, "command", None)
     if handler is None:
         sys.stderr.write(
-            "baton: error: choose a command (run, submit, tell, ask, tail, status, "
+            "baton: error: choose a command (run, worker, submit, tell, ask, tail, status, "
             "approve, reject, stop) — see `baton --help`\n"
         )
         return EXIT_USAGE
     # Restored on return: main() is also called in-process (tests, embedding scripts).
     logging_before = structlog.get_config()
-    configure_logging(level="info" if args.name == "run" else "warning")
+    configure_logging(level="info" if args.name in ("run", "worker") else "warning")
     try:
         return _dispatch(handler, args)
     finally:

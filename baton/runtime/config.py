@@ -12,9 +12,10 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from baton.actors.agent_config import AgentConfig
 from baton.errors import ConfigError
@@ -35,14 +36,61 @@ class SupervisionConfig(_Strict):
     backoff_max: float = Field(5.0, ge=0)
 
 
+REDIS_SCHEMES = ("redis", "rediss")
+
+
+def is_redis_url(mailbox: str) -> bool:
+    """Whether a `runtime.mailbox` value names a Redis server (the distributed backend)."""
+    return urlsplit(mailbox).scheme in REDIS_SCHEMES
+
+
+def check_mailbox(value: str) -> str:
+    """`memory`, `sqlite` or `redis://HOST:PORT/DB`; ValueError saying what is wrong."""
+    if value in ("memory", "sqlite"):
+        return value
+    parts = urlsplit(value)
+    if parts.scheme not in REDIS_SCHEMES:
+        raise ValueError(f"mailbox {value!r} is not one of memory, sqlite, redis://HOST:PORT/DB")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    database = parts.path.lstrip("/")
+    if not parts.hostname or port == -1 or (database and not database.isdigit()):
+        raise ValueError(
+            f"mailbox {value!r} is not a Redis URL: write redis://HOST:PORT/DB, "
+            "e.g. redis://127.0.0.1:6379/0"
+        )
+    return value
+
+
+class RedisConfig(_Strict):
+    """How processes share a Redis deployment (used when `mailbox` is a redis:// URL)."""
+
+    # Messages a worker has taken but not settled are taken over by another worker once they
+    # have gone unrenewed this long; a live worker renews them every third of it.
+    claim_idle: float = Field(30.0, gt=0)
+    # A worker owns a conversation while it works on it; a dead worker's lease lapses after it.
+    lease_ttl: float = Field(15.0, gt=0)
+    prefix: str = Field("baton", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
 class RuntimeConfig(_Strict):
     # sqlite needs a workspace to live in: a runtime opened without one uses memory.
-    mailbox: Literal["memory", "sqlite"] = Field(
-        "sqlite", description="mailbox backend: memory (not durable) or sqlite (durable)"
+    mailbox: str = Field(
+        "sqlite",
+        description="mailbox backend: memory (not durable), sqlite (durable, one process) "
+        "or redis://HOST:PORT/DB (durable, shared by processes)",
     )
     mailbox_capacity: int = Field(1024, ge=1)
     shutdown_timeout: float = Field(10.0, ge=0)
     supervision: SupervisionConfig = SupervisionConfig()
+    redis: RedisConfig = RedisConfig()
+
+    @field_validator("mailbox")
+    @classmethod
+    def _known_mailbox(cls, value: str) -> str:
+        return check_mailbox(value)
 
 
 class LogsConfig(_Strict):
@@ -149,8 +197,14 @@ def parse_config(data: Mapping[str, Any], *, source: str = CONFIG_FILE) -> Baton
         raise ConfigError(_describe(exc, source)) from None
 
 
-def load_config(workspace: Path | None, environ: Mapping[str, str] | None = None) -> BatonConfig:
-    """Read `<workspace>/baton.toml` (optional) and apply `BATON_*` overrides."""
+def load_config(
+    workspace: Path | None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+) -> BatonConfig:
+    """Read `<workspace>/baton.toml` (optional) and apply `BATON_*` overrides, then
+    `overrides` (the command line's, e.g. `{"runtime": {"mailbox": ...}}`)."""
     data: dict[str, Any] = {}
     source = "defaults"
     if workspace is not None:
@@ -161,7 +215,20 @@ def load_config(workspace: Path | None, environ: Mapping[str, str] | None = None
                 data = tomllib.loads(path.read_text(encoding="utf-8"))
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    overrides = _env_overrides(os.environ if environ is None else environ)
-    if overrides:
+    from_env = _env_overrides(os.environ if environ is None else environ)
+    if from_env:
         source = f"{source} + BATON_* environment"
-    return parse_config(_merge(data, overrides), source=source)
+        data = _merge(data, from_env)
+    if overrides:
+        source = f"{source} + command line"
+        data = _merge(data, overrides)
+    return parse_config(data, source=source)
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password replaced, for banners and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -19,7 +19,7 @@ import anyio
 import structlog
 
 from baton.actors.agent_config import AgentConfig
-from baton.actors.journal import FileJournalStore
+from baton.actors.journal import FileJournalStore, JournalStore
 from baton.actors.messages import ScenarioState
 from baton.actors.model import Model
 from baton.actors.offline_model import OfflineModel
@@ -67,16 +67,55 @@ class Pipeline:
         ended.set()
 
 
+def journal_for(runtime: Runtime) -> JournalStore:
+    """Journals beside the mailboxes: in the workspace, or in Redis when processes share them
+    (whichever worker handles a conversation's message must see all of it)."""
+    distributed = runtime.distributed
+    if distributed is None:
+        assert runtime.workspace is not None
+        return FileJournalStore(runtime.workspace)
+    # Imported here: `import baton` does not load redis-py.
+    from baton.actors.redis_journal import RedisJournalStore  # noqa: PLC0415
+
+    return RedisJournalStore(
+        distributed.client,
+        owner=distributed.consumer,
+        prefix=distributed.settings.prefix,
+        lease_ttl=distributed.settings.lease_ttl,
+    )
+
+
+def check_roles(roles: Sequence[str]) -> tuple[str, ...]:
+    """The pipeline agents named, in pipeline order; `UsageError` for any other name."""
+    unknown = [role for role in roles if role not in AGENTS]
+    if unknown or not roles:
+        raise UsageError(
+            f"unknown pipeline actor(s) {', '.join(map(repr, unknown)) or '(none given)'}: "
+            f"choose from {', '.join(AGENTS)}"
+        )
+    return tuple(role for role in AGENTS if role in roles)
+
+
 @asynccontextmanager
 async def open_pipeline(
-    runtime: Runtime, *, environ: Mapping[str, str] | None = None
+    runtime: Runtime,
+    *,
+    environ: Mapping[str, str] | None = None,
+    roles: Sequence[str] = AGENTS,
 ) -> AsyncIterator[Pipeline]:
-    """Spawn the three agents into `runtime` for the block (it needs a workspace)."""
+    """Spawn the pipeline's agents (all three, or `roles` of them: other processes run the
+    rest over a shared Redis) into `runtime` for the block (it needs a workspace)."""
     workspace = runtime.workspace
     if workspace is None:
         raise UsageError("the pipeline needs a workspace: Runtime.open(workspace=...)")
+    roles = check_roles(roles)
+    if roles != AGENTS and runtime.distributed is None:
+        raise UsageError(
+            f"running only {', '.join(roles)} needs the other actors in other processes: "
+            "use a redis://HOST:PORT/DB mailbox"
+        )
     pipeline = Pipeline(mode=model_mode(environ))
-    journal = FileJournalStore(workspace)
+    journal = journal_for(runtime)
     async with AsyncExitStack() as clients:
         offline = None if online(environ) else OfflineModel(workspace)
         pipeline.offline = offline
@@ -101,7 +140,7 @@ async def open_pipeline(
 
         spawned: list[str] = []
         try:
-            for role in AGENTS:
+            for role in roles:
                 config = runtime.config.agent(role)
                 setup = agent_setup(
                     role,

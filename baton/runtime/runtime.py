@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import structlog
@@ -33,11 +33,14 @@ from baton.mailboxes.memory import MemoryMailbox
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.mailboxes.sqlite import DATABASE, SqliteMailbox, SqliteStore
 from baton.runtime._cell import ActorCell, ActorState, PendingAsk
-from baton.runtime.config import BatonConfig, load_config
+from baton.runtime.config import BatonConfig, is_redis_url, load_config
 from baton.runtime.context_status import ContextProviders
 from baton.runtime.dead_letters import DeadLetterLog
 from baton.runtime.supervision import SupervisorPolicy
 from baton.runtime.token_log import TOKEN_LOG, TokenLog
+
+if TYPE_CHECKING:
+    from baton.runtime.distributed import Distributed
 
 log = structlog.get_logger(__name__)
 
@@ -103,8 +106,11 @@ class Runtime:
         mailbox_factory: MailboxFactory,
         mailbox_capacity: int,
         shutdown_timeout: float,
+        distributed: Distributed | None = None,
     ) -> None:
         self.workspace = workspace
+        # Set when mailboxes live in Redis and other processes may run the same actors.
+        self.distributed = distributed
         self.config = config
         self.token_log = token_log
         self.policy = policy
@@ -147,12 +153,21 @@ class Runtime:
         settings = config.runtime
         supervision = settings.supervision
         token_path = root / TOKEN_LOG if root is not None else None
-        store: SqliteStore | None = None
-        if mailbox_factory is None and root is not None and settings.mailbox == "sqlite":
-            store = await SqliteStore.open(root / DATABASE)
-            attempts = policy.max_attempts if policy is not None else supervision.max_attempts
-            mailbox_factory = sqlite_mailboxes(store, attempts)
-        try:
+        attempts = policy.max_attempts if policy is not None else supervision.max_attempts
+        async with AsyncExitStack() as backends:
+            distributed: Distributed | None = None
+            if mailbox_factory is None and is_redis_url(settings.mailbox):
+                # Imported here: `import baton` does not load redis-py.
+                from baton.runtime.distributed import Distributed  # noqa: PLC0415
+
+                distributed = await backends.enter_async_context(
+                    Distributed.open(settings.mailbox, settings.redis, max_attempts=attempts)
+                )
+                mailbox_factory = distributed.mailbox
+            elif mailbox_factory is None and root is not None and settings.mailbox == "sqlite":
+                store = await SqliteStore.open(root / DATABASE)
+                backends.push_async_callback(_close_shielded, store)
+                mailbox_factory = sqlite_mailboxes(store, attempts)
             async with (
                 TokenLog.open(
                     token_path,
@@ -179,16 +194,13 @@ class Runtime:
                     shutdown_timeout=(
                         settings.shutdown_timeout if shutdown_timeout is None else shutdown_timeout
                     ),
+                    distributed=distributed,
                 )
                 try:
                     yield runtime
                 finally:
                     with anyio.CancelScope(shield=True):
                         await runtime.shutdown()
-        finally:
-            if store is not None:
-                with anyio.CancelScope(shield=True):
-                    await store.close()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -211,12 +223,11 @@ class Runtime:
         if existing is not None and existing.alive:
             raise ActorExistsError(name)
         ref = ActorRef(name, self)
+        capacity = mailbox_capacity or self._mailbox_capacity
         mailbox = self._mailbox_factory(
-            name,
-            mailbox_capacity or self._mailbox_capacity,
-            self.dead_letters,
-            EnvelopeCodec(actor_type.actor_message_types()),
+            name, capacity, self.dead_letters, EnvelopeCodec(actor_type.actor_message_types())
         )
+        distributed = self.distributed
         cell = ActorCell(
             name,
             functools.partial(actor_type, *args, **kwargs),
@@ -225,6 +236,7 @@ class Runtime:
             policy=self.policy,
             dead_letters=self.dead_letters,
             token_log=self.token_log,
+            reply_elsewhere=distributed.reply if distributed is not None else None,
         )
         self._cells[name] = cell
         self._types[name] = actor_type
@@ -233,6 +245,8 @@ class Runtime:
         except BaseException:
             self._cells.pop(name, None)
             raise
+        if distributed is not None:
+            await distributed.register(name, actor_type, capacity)
         log.info("actor.started", actor=name, actor_type=actor_type.__name__)
         return ref
 
@@ -317,7 +331,11 @@ class Runtime:
 
     async def tell(self, name: str, message: Any, *, sender: str | None = None) -> None:
         """Queue `message` for actor `name`; waits only while its mailbox is full."""
-        cell = self._cell(name)
+        cell = self._cells.get(name)
+        if cell is None and self.distributed is not None:
+            await self.distributed.send(name, Envelope(name, message, sender))
+            return
+        cell = cell or self._cell(name)
         envelope = Envelope(name, message, sender)
         try:
             try:
@@ -330,7 +348,10 @@ class Runtime:
     def tell_nowait(self, name: str, message: Any, *, sender: str | None = None) -> None:
         """Queue `message` without waiting; `MailboxFullError` when the mailbox is full,
         `MailboxBlockedError` when it is durable (then `await tell()`)."""
-        cell = self._cells.get(name) or self._cell(name)
+        cell = self._cells.get(name)
+        if cell is None and self.distributed is not None:
+            raise MailboxBlockedError(f"{name!r} runs in another process: await tell()")
+        cell = cell or self._cell(name)
         try:
             cell.mailbox.send_nowait(Envelope(name, message, sender))
         except MailboxClosedError:
@@ -344,34 +365,48 @@ class Runtime:
         timeout: float | None = DEFAULT_ASK_TIMEOUT,
         sender: str | None = None,
     ) -> Any:
-        """Send `message` and wait for the handler's result (or its error) up to `timeout`."""
-        cell = self._cell(name)
+        """Send `message` and wait for the handler's result (or its error) up to `timeout`.
+
+        In a distributed runtime the handler may run in another process: its reply then
+        arrives as JSON (a pydantic model as its dict)."""
+        cell = self._cells.get(name)
+        distributed = self.distributed
+        if cell is None and distributed is None:
+            cell = self._cell(name)  # raises UnknownActorError
         correlation_id = new_id()
         pending = PendingAsk(self._new_event())
-        cell.pending[correlation_id] = pending
-        envelope = Envelope(
-            name, message, sender, correlation_id=correlation_id, reply_to=sender or "ask"
-        )
-        mailbox = cell.mailbox
+        if cell is not None:
+            cell.pending[correlation_id] = pending
+        reply_to = sender or "ask"
+        if distributed is not None:
+            distributed.waiting[correlation_id] = pending
+            reply_to = distributed.reply_to
+        envelope = Envelope(name, message, sender, correlation_id=correlation_id, reply_to=reply_to)
         try:
-            if timeout is None:
-                try:
-                    mailbox.send_nowait(envelope)
-                except MailboxBlockedError:
-                    await mailbox.send(envelope)
-                await pending.event.wait()
-            else:
-                with anyio.move_on_after(timeout) as scope:
+            with anyio.move_on_after(float("inf") if timeout is None else timeout) as scope:
+                if cell is None:
+                    assert distributed is not None
+                    await distributed.send(name, envelope)
+                else:
                     try:
-                        mailbox.send_nowait(envelope)
+                        cell.mailbox.send_nowait(envelope)
                     except MailboxBlockedError:
-                        await mailbox.send(envelope)
-                    await pending.event.wait()
-                if scope.cancelled_caught and not pending.event.is_set():
-                    raise AskTimeoutError(name, timeout)
+                        await cell.mailbox.send(envelope)
+                await pending.event.wait()
+            if scope.cancelled_caught and not pending.event.is_set():
+                raise AskTimeoutError(name, timeout or 0.0)
         except MailboxClosedError:
+            assert cell is not None
             raise ActorDeadError(name, cell.stop_reason or cell.state.value) from None
         finally:
             # Removing the entry is what makes a late reply a no-op instead of a leak.
-            cell.pending.pop(correlation_id, None)
+            if cell is not None:
+                cell.pending.pop(correlation_id, None)
+            if distributed is not None:
+                distributed.waiting.pop(correlation_id, None)
         return pending.outcome()
+
+
+async def _close_shielded(store: SqliteStore) -> None:
+    with anyio.CancelScope(shield=True):
+        await store.close()

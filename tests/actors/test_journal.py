@@ -82,3 +82,15 @@ async def test_memory_store_behaves_like_the_file_store(tmp_path: Path) -> None:
         await store.append("a", "c", record)
     assert await file_store.read("a", "c") == await memory_store.read("a", "c")
     assert ["c"] == await memory_store.conversations("a")
+
+
+async def test_local_stores_are_sole_owners(tmp_path: Path) -> None:
+    """File and memory stores are not shared: `hold` is a no-op (nesting included), an append
+    needs no hold, and `length` counts the records, as with the Redis store."""
+    for store in (FileJournalStore(tmp_path), MemoryJournalStore()):
+        assert not store.shared
+        assert 0 == await store.length("a", "c")
+        async with store.hold("a", "c"), store.hold("a", "c"):
+            await store.append("a", "c", {"n": 1})
+        await store.append("a", "c", {"n": 2})
+        assert 2 == await store.length("a", "c")

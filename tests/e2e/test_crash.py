@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from baton.actors.journal import decode_line
 from baton.mailboxes.sqlite import DATABASE
 from tests.e2e.test_process import BATON, SCENARIO, env, scenario_workspace
 
@@ -63,10 +64,9 @@ def journal_steps(workspace: Path) -> Counter[tuple[str, str, str, int]]:
     """Every model reply journaled, as (actor, conversation, kind, turn or compaction)."""
     steps: Counter[tuple[str, str, str, int]] = Counter()
     for path in (workspace / ".baton" / "journal").glob("*/*.jsonl"):
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
+        for line in path.read_bytes().splitlines(keepends=True):
+            record = decode_line(line)
+            if record is None:
                 continue  # a torn last line, as a kill leaves it
             actor, conversation = path.parent.name, path.stem
             if record.get("type") == "response":
@@ -141,6 +141,9 @@ def test_sigkill_mid_scenario_loses_nothing_and_repeats_nothing(tmp_path: Path) 
     assert 0 == run_to_end(clean)
     duration = time.monotonic() - began
     baseline = outcome(clean)
+    assert baseline.steps, (
+        "the clean run journaled no model reply: the step checks would be vacuous"
+    )
     assert ("completed", 2, ["iteration_1", "iteration_2"]) == (
         baseline.phase,
         baseline.iteration,

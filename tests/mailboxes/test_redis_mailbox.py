@@ -12,13 +12,14 @@ import pytest
 from anyio.lowlevel import checkpoint
 from pydantic import BaseModel
 from redis.asyncio import Redis
-from tests.redis_server import running_redis
+from structlog.testing import capture_logs
 
 from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes import Delivery, Envelope
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.redis import RedisMailbox
 from tests.mailboxes.sinks import Sink
+from tests.redis_server import running_redis
 
 
 class Ping(BaseModel):
@@ -475,3 +476,155 @@ async def test_unacked_messages_survive_a_server_restart_with_aof() -> None:
             for made_box in made:
                 made_box.drain_nowait()
             await client.aclose()
+
+
+async def test_keep_alive_holds_an_entry_past_claim_idle_until_it_stops(
+    boxes: Boxes, client: Redis
+) -> None:
+    """While A heartbeats at `heartbeat_interval`, B cannot claim the entry A holds, however
+    long past `claim_idle`; once A stops, B claims it, on its second attempt."""
+    idle = 0.2
+    a = boxes("a", claim_idle=idle)
+    b = boxes("b", claim_idle=idle)
+    assert idle / 3 == a.heartbeat_interval
+    await a.send(ping(1))
+    held = await a.receive()
+    stop = anyio.Event()
+    kept: list[int] = []
+    taken: list[Delivery] = []
+
+    async def heartbeat() -> None:
+        while not stop.is_set():
+            kept.append(await a.keep_alive())
+            with anyio.move_on_after(a.heartbeat_interval):
+                await stop.wait()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(heartbeat)
+        # B scans for idle entries every claim_idle / 2 throughout.
+        with anyio.move_on_after(2.2 * idle):
+            taken.append(await b.receive())
+        stop.set()
+    assert [] == taken
+    assert len(kept) >= 3
+    assert {1} == set(kept)
+    with anyio.fail_after(5):
+        claimed = await b.receive()
+    assert (held.tag, 1, 2) == (claimed.tag, claimed.envelope.payload.n, claimed.envelope.attempt)
+    await b.ack(claimed)
+    assert 0 == await client.xlen(STREAM)
+
+
+async def test_entries_taken_from_a_stalled_consumer_are_reported_lost(
+    boxes: Boxes, client: Redis
+) -> None:
+    """A's heartbeat after a stall finds one entry claimed by B and one B already settled:
+    both are lost, the buffered one is not handed out, A's ack of the one in hand neither
+    raises nor settles B's entry, and B's ack settles it once."""
+    sink = Sink()
+    a = boxes("a", sink=sink, read_batch=2)
+    await a.send(ping(1))
+    await a.send(ping(2))
+    in_hand = await a.receive()  # ping 2 waits in A's buffer
+    b = boxes("b", sink=sink, claim_idle=0.001)  # A stalls: to B its entries are idle at once
+    with anyio.fail_after(5):
+        claimed = [await b.receive(), await b.receive()]
+    assert [(1, 2), (2, 2)] == [(d.envelope.payload.n, d.envelope.attempt) for d in claimed]
+    await b.ack(claimed[1])
+    with capture_logs() as logs:
+        assert 0 == await a.keep_alive()
+    assert [(2, 1)] == [
+        (e["entries"], e["in_hand"]) for e in logs if e["event"] == "mailbox.entries_lost"
+    ]
+    assert a.receive_nowait() is None
+    assert {} == a._held
+    await a.ack(in_hand)
+    pending = await client.xpending_range(STREAM, "box", "-", "+", 10)
+    assert [(in_hand.tag, b"b")] == [(p["message_id"].decode(), p["consumer"]) for p in pending]
+    assert 1 == await client.xlen(STREAM)
+    await b.ack(claimed[0])
+    assert (0, 0) == (await client.xlen(STREAM), (await client.xpending(STREAM, "box"))["pending"])
+    assert [] == sink.letters
+
+
+async def test_a_lost_entrys_nack_leaves_it_to_its_new_owner(boxes: Boxes, client: Redis) -> None:
+    """Nacking a lost delivery neither requeues it (which would steal it back from the
+    consumer now handling it) nor dead-letters it."""
+    sink = Sink()
+    a = boxes("a", sink=sink, read_batch=2)
+    await a.send(ping(1))
+    await a.send(ping(2))
+    first, second = await a.receive(), await a.receive()
+    b = boxes("b", sink=sink, claim_idle=0.001)
+    with anyio.fail_after(5):
+        claimed = [await b.receive(), await b.receive()]
+    assert 0 == await a.keep_alive()
+    await a.nack(first, requeue=True, reason="retry")
+    await a.nack(second, requeue=False, reason="give up")
+    assert a.receive_nowait() is None
+    assert [] == sink.letters
+    assert 0 == await client.xlen(DEAD)
+    pending = await client.xpending_range(STREAM, "box", "-", "+", 10)
+    assert [(b"b", 2), (b"b", 2)] == [(p["consumer"], p["times_delivered"]) for p in pending]
+    await b.ack_many(claimed)
+    assert 0 == await client.xlen(STREAM)
+
+
+async def test_keep_alive_does_not_count_as_a_delivery(boxes: Boxes, client: Redis) -> None:
+    """Heartbeats leave the delivery count alone: after several, the entry claimed from the
+    stalled consumer arrives on its second attempt."""
+    a = boxes("a")
+    await a.send(ping(1))
+    held = await a.receive()
+    assert [1, 1, 1, 1, 1] == [await a.keep_alive() for _ in range(5)]
+    pending = await client.xpending_range(STREAM, "box", "-", "+", 10)
+    assert [(b"a", 1)] == [(p["consumer"], p["times_delivered"]) for p in pending]
+    b = boxes("b", claim_idle=0.001)
+    with anyio.fail_after(5):
+        claimed = await b.receive()
+    assert (held.tag, 2) == (claimed.tag, claimed.envelope.attempt)
+
+
+async def test_keep_alive_is_one_round_trip_and_none_with_nothing_held(
+    boxes: Boxes, client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One script call renews every held entry, buffered or in hand; with nothing held,
+    keep_alive returns 0 without a word to Redis."""
+    box = boxes(read_batch=8)
+    for n in range(3):
+        await box.send(ping(n))
+    deliveries = [await box.receive()]  # two more wait in the buffer
+    assert 3 == await box.keep_alive()  # loads the script if this server lacks it
+    commands: list[object] = []
+    execute = client.execute_command
+
+    async def counting(*args: Any, **options: Any) -> Any:
+        commands.append(args[0])
+        return await execute(*args, **options)
+
+    monkeypatch.setattr(client, "execute_command", counting)
+    assert 3 == await box.keep_alive()
+    assert ["EVALSHA"] == commands
+    deliveries += [await box.receive(), await box.receive()]
+    await box.ack_many(deliveries)
+    commands.clear()
+    assert 0 == await box.keep_alive()
+    assert [] == commands
+
+
+async def test_keep_alive_after_the_stream_was_deleted_drops_what_it_held(
+    boxes: Boxes, client: Redis
+) -> None:
+    """With the stream gone (FLUSHDB, an operator), everything held is lost; the mailbox
+    goes on with what is sent next."""
+    box = boxes(read_batch=2)
+    await box.send(ping(1))
+    await box.send(ping(2))
+    in_hand = await box.receive()
+    await client.delete(STREAM)
+    assert 0 == await box.keep_alive()
+    assert box.receive_nowait() is None
+    await box.ack(in_hand)
+    await box.send(ping(3))
+    with anyio.fail_after(5):
+        assert [3] == numbers([await box.receive()])

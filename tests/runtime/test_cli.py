@@ -238,3 +238,22 @@ def test_readme_documents_every_token_log_field() -> None:
     }
     assert table in readme
     assert set() == {name for name in fields if f"| `{name}` |" not in table}
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "says"),
+    [
+        (["worker", "--actors", "execute", "--mailbox", "sqlite"], 2, "over Redis: pass"),
+        (["worker", "--actors", "scheduler", "--mailbox", "redis://h:1/0"], 2, "`baton run` only"),
+        (["worker", "--actors", "executor", "--mailbox", "redis://h:1/0"], 2, "'executor'"),
+        (["worker", "--actors", "execute", "--mailbox", "redis:/x"], 1, "runtime.mailbox"),
+        (["run", "--actors", "scheduler", "--mailbox", "sqlite"], 1, "use a redis://"),
+    ],
+)
+def test_scaling_out_needs_redis_and_known_actors(
+    argv: list[str], code: int, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert code == main([*argv, "--workspace", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert 1 == len(err.strip().splitlines()), err
+    assert says in err

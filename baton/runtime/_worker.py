@@ -1,0 +1,82 @@
+"""`baton worker`: more consumers for named pipeline actors, in another process or machine.
+
+A worker opens the workspace's runtime on a Redis mailbox and spawns only the actors it was
+asked for. Their mailboxes are the same Redis streams `baton run` reads, so the work spreads
+over every process that runs the actor. It takes no workspace claim and serves no control
+socket: `baton run` is the one process people talk to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+import structlog
+
+from baton.actors.roles import SCHEDULER
+from baton.errors import UsageError
+from baton.runtime._run import command_line_config, watch_signals
+from baton.runtime.config import is_redis_url, redact_url
+from baton.runtime.control_errors import CommandLineError
+from baton.runtime.pipeline import check_roles, open_pipeline
+from baton.runtime.runtime import Runtime
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """What `baton worker` was asked to do."""
+
+    workspace: Path
+    actors: Sequence[str]
+    mailbox: str | None = None
+
+
+def _roles(actors: Sequence[str]) -> tuple[str, ...]:
+    names = [name.strip() for spec in actors for name in spec.split(",") if name.strip()]
+    if SCHEDULER in names:
+        raise CommandLineError(
+            "the scheduler runs in `baton run` only (one per deployment): a worker takes "
+            "init and/or execute"
+        )
+    try:
+        return check_roles(names)
+    except UsageError as exc:
+        raise CommandLineError(f"--actors: {exc}") from None
+
+
+async def work(options: WorkerOptions, out: TextIO) -> None:
+    """Consume the named actors' mailboxes until SIGINT/SIGTERM, then drain and stop."""
+    roles = _roles(options.actors)
+    workspace = options.workspace
+    if not await anyio.Path(workspace).is_dir():
+        raise CommandLineError(f"workspace {workspace} is not a directory")
+    config = await anyio.to_thread.run_sync(command_line_config, workspace, options.mailbox)
+    if not is_redis_url(config.runtime.mailbox):
+        raise CommandLineError(
+            "a worker shares mailboxes with `baton run` over Redis: pass --mailbox "
+            "redis://HOST:PORT/DB (or set runtime.mailbox in baton.toml)"
+        )
+    stop = anyio.Event()
+    async with anyio.create_task_group() as watcher:
+        await watcher.start(watch_signals, stop)
+        async with (
+            Runtime.open(workspace, config=config) as runtime,
+            open_pipeline(runtime, roles=roles) as pipeline,
+        ):
+            distributed = runtime.distributed
+            assert distributed is not None
+            print(
+                f"baton worker: {', '.join(roles)} · {pipeline.mode} · workspace "
+                f"{runtime.workspace} · mailbox {redact_url(distributed.url)} · consumer "
+                f"{distributed.consumer}",
+                file=out,
+                flush=True,
+            )
+            await stop.wait()
+            log.info("worker.stopping", actors=list(roles))
+        watcher.cancel_scope.cancel()

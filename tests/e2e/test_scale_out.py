@@ -1,0 +1,184 @@
+"""Scale-out on Redis: `baton run --actors scheduler` and two `baton worker --actors init,execute`
+on one Redis (AOF); one worker is SIGKILLed while it holds a message, the other claims it, and
+leave_application completes as a single process would have run it.
+
+The kill lands at a seeded random point of the scenario (a number of model calls in), and
+only while the victim provably holds an unacked message: it is SIGSTOPped first, and killed
+only if Redis still lists the message as pending for it (otherwise it is resumed and the test
+waits for the next one). `BATON_SCALE_SEED` replays a seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from tests.e2e.test_crash import journal_steps, logged_calls, run_to_end, scenario_state
+from tests.e2e.test_process import BATON, SCENARIO, Child, env, scenario_workspace
+from tests.redis_server import running_redis
+
+DEADLINE = 120.0
+POLL = 0.005
+CLAIM_IDLE = 1.0
+AGENTS = ("init", "execute")
+
+
+def configure(workspace: Path, url: str) -> None:
+    (workspace / "baton.toml").write_text(
+        f'[runtime]\nmailbox = "{url}"\n\n'
+        f"[runtime.redis]\nclaim_idle = {CLAIM_IDLE}\nlease_ttl = {CLAIM_IDLE}\n",
+        encoding="utf-8",
+    )
+
+
+def model_calls(workspace: Path) -> int:
+    path = workspace / ".baton" / "logs" / "tokens.jsonl"
+    if not path.is_file():
+        return 0
+    return path.read_text(encoding="utf-8").count('"event": "model.call"')
+
+
+def pending_by_consumer(client: redis.Redis) -> Counter[str]:
+    """Unacked messages per consumer, over the agents' mailboxes."""
+    pending: Counter[str] = Counter()
+    for agent in AGENTS:
+        stream = f"baton:mailbox:{agent}"
+        if not client.exists(stream):
+            continue
+        try:
+            summary: Any = client.xpending(stream, agent)
+        except redis.ResponseError:
+            continue  # no group yet
+        for consumer in summary.get("consumers") or ():
+            pending[consumer["name"].decode()] += int(consumer["pending"])
+    return pending
+
+
+def redis_steps(client: redis.Redis) -> Counter[tuple[str, str, str, int]]:
+    """Every model reply journaled in Redis, as test_crash counts them on disk."""
+    steps: Counter[tuple[str, str, str, int]] = Counter()
+    for key in client.scan_iter("baton:journal:*"):
+        _, _, actor, conversation = key.decode().split(":", 3)
+        for raw in client.lrange(key, 0, -1):
+            record = json.loads(raw)
+            if record.get("type") == "response":
+                steps[(actor, conversation, "response", record["turn"])] += 1
+            elif record.get("type") == "summary":
+                steps[(actor, conversation, "summary", record["compaction"])] += 1
+    return steps
+
+
+def start_worker(workspace: Path, index: int) -> tuple[Child, str]:
+    with (workspace / f"worker{index}.err").open("w") as err:
+        child = Child(
+            [BATON, "worker", "--actors", "init,execute", "--workspace", str(workspace)],
+            stderr=err,
+        )
+    banner = child.read_line()
+    assert banner.startswith("baton worker: init, execute"), banner
+    return child, banner.rsplit("consumer ", 1)[1]
+
+
+def kill_while_holding(
+    client: redis.Redis, workspace: Path, workers: dict[str, Child], after_calls: int
+) -> str:
+    """SIGKILL the worker that holds an unacked message once `after_calls` model calls are
+    logged; returns its consumer name."""
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        if model_calls(workspace) >= after_calls:
+            for consumer, count in pending_by_consumer(client).items():
+                child = workers.get(consumer)
+                if count == 0 or child is None:
+                    continue
+                child.proc.send_signal(signal.SIGSTOP)
+                if pending_by_consumer(client)[consumer] > 0:
+                    child.proc.send_signal(signal.SIGKILL)
+                    child.proc.wait(timeout=DEADLINE)
+                    return consumer
+                child.proc.send_signal(signal.SIGCONT)  # it settled meanwhile: not mid-message
+        time.sleep(POLL)  # polling Redis and the log with a deadline, not waiting blind
+    raise AssertionError(f"no worker held a message after {after_calls} model calls")
+
+
+def test_a_worker_killed_mid_message_is_taken_over_and_the_scenario_completes(
+    tmp_path: Path,
+) -> None:
+    seed = int(os.environ.get("BATON_SCALE_SEED", str(random.SystemRandom().randrange(10**6))))
+    after_calls = random.Random(seed).randint(3, 80)  # noqa: S311 - a replayable kill point
+    context = f"seed {seed}, kill after {after_calls} model calls"
+
+    clean = scenario_workspace(tmp_path / "clean")
+    assert 0 == run_to_end(clean)
+    baseline = scenario_state(clean)
+    assert baseline is not None
+    clean_steps = journal_steps(clean)
+    assert clean_steps, "the clean run journaled no model reply"
+
+    workspace = scenario_workspace(tmp_path / "shared")
+    with running_redis(aof=True) as server:
+        configure(workspace, server.url)
+        client = redis.Redis.from_url(server.url)
+        workers: dict[str, Child] = {}
+        run: subprocess.Popen[str] | None = None
+        try:
+            for index in (1, 2):
+                child, consumer = start_worker(workspace, index)
+                workers[consumer] = child
+            with (workspace / "run.err").open("w") as err:
+                run = subprocess.Popen(
+                    [
+                        BATON, "run", "--actors", "scheduler", "--submit", SCENARIO,
+                        "--auto-approve", "--exit-when-idle", "--workspace", str(workspace),
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                    env=env(),
+                )  # fmt: skip
+            victim = kill_while_holding(client, workspace, workers, after_calls)
+            output, _ = run.communicate(timeout=DEADLINE)
+            assert 0 == run.returncode, f"{context}: {output}"
+            assert f"ended {SCENARIO}: completed (iteration 2)" in output, context
+
+            survivor = next(name for name in workers if name != victim)
+            claims = [
+                json.loads(line)
+                for line in (workspace / f"worker{list(workers).index(survivor) + 1}.err")
+                .read_text()
+                .splitlines()
+                if '"mailbox.claimed"' in line
+            ]
+            assert claims, f"{context}: the surviving worker claimed nothing"
+
+            state = scenario_state(workspace)
+            assert state is not None
+            assert ("completed", 2) == (state["phase"], state["iteration"]), context
+            # No handoff applied twice, none lost: the same as the single-process run.
+            assert baseline["applied_handoffs"] == state["applied_handoffs"], context
+            # No message lost: every mailbox stream is empty, nothing dead-lettered.
+            for name in (*AGENTS, "scheduler"):
+                assert 0 == client.xlen(f"baton:mailbox:{name}"), (context, name)
+                assert 0 == client.xlen(f"baton:dead:{name}"), (context, name)
+            # No completed model step paid for twice: each journaled reply once; and no call
+            # that was logged (so journaled first) was made again.
+            steps = redis_steps(client)
+            assert [] == [k for k, n in steps.items() if n > 1], context
+            assert set(clean_steps) == set(steps), context
+            assert [] == [k for k, n in logged_calls(workspace).items() if n > 1], context
+        finally:
+            if run is not None and run.poll() is None:
+                run.kill()
+                run.communicate()
+            for child in workers.values():
+                child.stop()
+            client.close()
