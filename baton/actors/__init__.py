@@ -1,7 +1,8 @@
 """Actors: the `Actor` base class, `@handler`, `ActorRef`, model clients, journals and tools.
 
-`AnthropicModel` is imported on first use: loading the SDK costs about half a second, which
-`import baton` should not pay when the offline model is all it needs.
+`AnthropicModel` and `RedisJournalStore` are imported on first use: loading the SDK costs
+about half a second and redis-py a tenth, which `import baton` should not pay when the offline
+model and local journals are all it needs.
 """
 
 import importlib
@@ -31,6 +32,7 @@ from baton.actors.scripted_model import OFFLINE_MODEL_NAME, Script, ScriptedMode
 
 if TYPE_CHECKING:
     from baton.actors.anthropic_model import AnthropicModel, Backoff
+    from baton.actors.redis_journal import RedisJournalStore
 
 __all__ = [
     "OFFLINE_MODEL_NAME",
@@ -47,6 +49,7 @@ __all__ = [
     "ModelLimits",
     "ModelResponse",
     "Prompt",
+    "RedisJournalStore",
     "Reject",
     "ScenarioQuery",
     "ScenarioState",
@@ -64,4 +67,6 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in ("AnthropicModel", "Backoff"):
         return getattr(importlib.import_module("baton.actors.anthropic_model"), name)
+    if name == "RedisJournalStore":
+        return importlib.import_module("baton.actors.redis_journal").RedisJournalStore
     raise AttributeError(f"module 'baton.actors' has no attribute {name!r}")

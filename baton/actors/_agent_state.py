@@ -28,6 +28,7 @@ class ConversationState:
     conversation: Conversation
     strategy: ContextStrategy
     pending_response: ModelResponse | None = None
+    pending_sent: int | None = None  # the raw estimate of the payload pending_response answers
     pending_summary: str | None = None
     turn: int = 0
     budget: ContextBudget | None = None
@@ -59,6 +60,7 @@ def load_state(
     current round as handed off."""
     conversation = Conversation(id=conversation_id)
     pending_response: ModelResponse | None = None
+    pending_sent: int | None = None
     pending_summary: str | None = None
     budget: ContextBudget | None = None
     handed_off = False
@@ -81,6 +83,7 @@ def load_state(
                 pending_summary = None
         elif kind == "response" and record.get("turn") == conversation.next_seq:
             pending_response = ModelResponse.model_validate(record["response"])
+            pending_sent = record.get("sent_estimate")
         elif kind == "summary" and record.get("compaction") == conversation.compactions:
             pending_summary = str(record["text"])
         elif kind == "handoff":
@@ -95,6 +98,7 @@ def load_state(
         strategy=new_strategy(budget),
         budget=budget,
         pending_response=pending_response,
+        pending_sent=pending_sent,
         pending_summary=pending_summary,
         turn=conversation.next_seq,
         handed_off=handed_off,

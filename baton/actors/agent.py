@@ -289,12 +289,18 @@ class AgentActor(Actor):
             if calls >= self.setup.config.max_steps:
                 log.warning("agent.max_steps", actor=self.actor_name, max_steps=calls)
                 break
-            response = state.pending_response or await self._next_response(state)
-            state.pending_response = None
+            response, sent = state.pending_response, state.pending_sent
+            if response is None:
+                response, sent = await self._next_response(state), None
+            state.pending_response = state.pending_sent = None
             state.turn = conversation.next_seq
             results = await self._run_tools(state, response.tool_uses)
             record = conversation.append_step(
-                response.content, results, response.usage, stop_reason=response.stop_reason
+                response.content,
+                results,
+                response.usage,
+                stop_reason=response.stop_reason,
+                sent_estimate=sent,
             )
             await self._record(state, record)
             await self._register_written(state, response, results)
@@ -358,7 +364,13 @@ class AgentActor(Actor):
             payload = state.strategy.compose_payload(system, self._specs, conversation)
             response = await self._call(state, payload, turn=turn, purpose=self.setup.purpose)
         await self._journal(
-            state, {"type": "response", "turn": turn, "response": response.model_dump(mode="json")}
+            state,
+            {
+                "type": "response",
+                "turn": turn,
+                "response": response.model_dump(mode="json"),
+                "sent_estimate": conversation.account.sent_estimate,
+            },
         )
         self._log_call(state, response, turn=turn, purpose=self.setup.purpose)
         return response

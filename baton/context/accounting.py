@@ -71,6 +71,11 @@ class TokenAccount:
         """Calibrated estimate of what was added since the last exact figure."""
         return self.calibration.apply(self._added_raw)
 
+    @property
+    def sent_estimate(self) -> int | None:
+        """The raw estimate of the payload sent and not yet answered, if any."""
+        return self._sent_raw
+
     def note_sent(self, raw_estimate: int) -> None:
         """Record the raw estimate of the payload being sent.
 

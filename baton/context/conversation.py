@@ -199,9 +199,18 @@ class Conversation(BaseModel):
         usage: Usage | Mapping[str, int] | None = None,
         *,
         stop_reason: str | None = None,
+        sent_estimate: int | None = None,
     ) -> StepAppended:
-        """Add the model's answer (`content` blocks), its tool results and the call's usage."""
-        record = StepAppended(step=build_step(self.next_seq, content, results, usage, stop_reason))
+        """Add the model's answer (`content` blocks), its tool results and the call's usage.
+
+        `sent_estimate` is the raw estimate of the payload answered; by default that of the
+        payload last composed for this conversation."""
+        if sent_estimate is None:
+            sent_estimate = self._account.sent_estimate
+        step = build_step(
+            self.next_seq, content, results, usage, stop_reason, sent_estimate=sent_estimate
+        )
+        record = StepAppended(step=step)
         self.apply(record)
         return record
 
@@ -270,6 +279,8 @@ class Conversation(BaseModel):
         entry = step_entry(step, len(self.rounds) - 1)
         self._entries.append(entry)
         if step.usage is not None:
+            if step.sent_estimate is not None:
+                self._account.note_sent(step.sent_estimate)  # as the live call did
             self._account.observe(step.usage)
             self._account.add(entry.results_tokens)
         else:

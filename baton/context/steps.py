@@ -67,6 +67,10 @@ class Step(BaseModel):
     results: list[ToolResultContent] = Field(default_factory=list)
     usage: Usage | None = None
     stop_reason: str | None = None
+    # The raw estimate of the payload this step answers. The live call calibrated the token
+    # estimator with it against `usage`; a replay must too, or a resumed conversation sizes
+    # itself differently and compacts at other points than the uninterrupted one would.
+    sent_estimate: int | None = Field(None, ge=0)
 
     @property
     def tool_uses(self) -> list[ToolUseContent]:
@@ -120,6 +124,8 @@ def build_step(
     results: Sequence[Mapping[str, Any] | BaseModel] = (),
     usage: Usage | Mapping[str, int] | None = None,
     stop_reason: str | None = None,
+    *,
+    sent_estimate: int | None = None,
 ) -> Step:
     """Validate a model answer and its tool results into a `Step`.
 
@@ -141,6 +147,7 @@ def build_step(
                 "results": raw_results,
                 "usage": usage,
                 "stop_reason": stop_reason,
+                "sent_estimate": sent_estimate,
             }
         )
     except ValidationError as exc:

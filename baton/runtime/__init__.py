@@ -30,12 +30,14 @@ from baton.runtime.token_records import TOKEN_RECORD, TokenRecord
 if TYPE_CHECKING:
     from baton.runtime.control_api import create_control_app
     from baton.runtime.control_server import ControlServer
+    from baton.runtime.distributed import Distributed
 
 # The control server pulls in FastAPI and uvicorn (~0.3 s); only `baton run` needs them, so
 # `import baton` and the client-side CLI commands load them on first use.
 _LAZY = {
     "ControlServer": "baton.runtime.control_server",
     "create_control_app": "baton.runtime.control_api",
+    "Distributed": "baton.runtime.distributed",  # redis-py, needed only on a Redis mailbox
 }
 
 
@@ -61,6 +63,7 @@ __all__ = [
     "ControlServer",
     "DeadLetter",
     "DeadLetterLog",
+    "Distributed",
     "InvalidPayloadError",
     "MailboxFactory",
     "MailboxStillFullError",

@@ -143,8 +143,8 @@ def _reply_json(value: Any) -> Any:
     return utf8_safe(to_jsonable_python(value, fallback=repr))
 
 
-def _build_message(runtime: Runtime, actor: str, request: MessageRequest) -> BaseModel:
-    message_class = runtime.message_type(actor, request.type)
+async def _build_message(runtime: Runtime, actor: str, request: MessageRequest) -> BaseModel:
+    message_class = await runtime.resolve_message_type(actor, request.type)
     try:
         return message_class.model_validate(request.payload)
     except ValidationError as exc:
@@ -284,7 +284,7 @@ def _actor_routes(app: FastAPI, runtime: Runtime) -> None:
     @app.post("/actors/{name}/tell", response_model=Told, status_code=202)
     async def tell(name: str, request: MessageRequest) -> Told:
         """Queue a message for actor `name`; waits up to `timeout` for room in its mailbox."""
-        message = _build_message(runtime, name, request)
+        message = await _build_message(runtime, name, request)
         timeout = request.timeout or DEFAULT_TELL_TIMEOUT
         with anyio.move_on_after(timeout):
             await runtime.tell(name, message, sender="control")
@@ -295,7 +295,7 @@ def _actor_routes(app: FastAPI, runtime: Runtime) -> None:
     @app.post("/actors/{name}/ask", response_model=AskReply)
     async def ask(name: str, request: MessageRequest) -> AskReply:
         """Send a message to actor `name` and wait up to `timeout` for its reply."""
-        message = _build_message(runtime, name, request)
+        message = await _build_message(runtime, name, request)
         timeout = request.timeout or DEFAULT_ASK_TIMEOUT
         reply = await runtime.ask(name, message, timeout=timeout, sender="control")
         reply_type = type(reply).__name__ if isinstance(reply, BaseModel) else None

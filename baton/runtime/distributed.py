@@ -19,6 +19,7 @@ handles a conversation's message sees the whole conversation.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
@@ -33,7 +34,8 @@ from pydantic import TypeAdapter
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from baton.errors import BatonError, RuntimeFailure, UnknownActorError
+from baton.actors.actor import Actor
+from baton.errors import BatonError, InvalidMessageError, RuntimeFailure, UnknownActorError
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Envelope, new_id
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
@@ -149,23 +151,49 @@ class Distributed:
             block=_BLOCK,
         )
 
-    async def register(self, name: str, actor_type: type, capacity: int) -> None:
+    async def register(self, name: str, actor_type: type[Actor], capacity: int) -> None:
         """Announce that `name` has consumers, so other processes can tell it."""
-        entry = json.dumps({"type": actor_type.__name__, "capacity": capacity})
-        await self.client.hset(self._registry, name, entry)
+        entry = {
+            "type": actor_type.__name__,
+            "class": f"{actor_type.__module__}:{actor_type.__qualname__}",
+            "capacity": capacity,
+        }
+        await self.client.hset(self._registry, name, json.dumps(entry))
+
+    async def _entry(self, name: str) -> dict[str, Any]:
+        entry = await self.client.hget(self._registry, name)
+        if entry is None:
+            known = sorted(
+                k.decode() if isinstance(k, bytes) else str(k)
+                for k in await self.client.hkeys(self._registry)
+            )
+            raise UnknownActorError(name, known)
+        found: dict[str, Any] = json.loads(entry)
+        return found
+
+    async def actor_type(self, name: str) -> type[Actor]:
+        """The class another process runs `name` as, to build messages for it by type name
+        (the control API's tell and ask); it must be importable here too."""
+        path = str((await self._entry(name)).get("class", ""))
+        module, _, qualname = path.partition(":")
+        try:
+            found: Any = importlib.import_module(module)
+            for part in qualname.split("."):
+                found = getattr(found, part)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise InvalidMessageError(
+                f"actor {name!r} runs in another process as {path}, which this process cannot "
+                f"import ({exc}): send it from code that can"
+            ) from None
+        if not (isinstance(found, type) and issubclass(found, Actor)):
+            raise InvalidMessageError(f"actor {name!r} is registered as {path}, not an Actor")
+        return found
 
     async def send(self, name: str, envelope: Envelope) -> None:
         """Send to an actor this process does not run; `UnknownActorError` if none does."""
         box = self._remote.get(name)
         if box is None:
-            entry = await self.client.hget(self._registry, name)
-            if entry is None:
-                known = sorted(
-                    k.decode() if isinstance(k, bytes) else str(k)
-                    for k in await self.client.hkeys(self._registry)
-                )
-                raise UnknownActorError(name, known)
-            capacity = int(json.loads(entry)["capacity"])
+            capacity = int((await self._entry(name))["capacity"])
             # Send-only: encoding needs no types, and it never joins the actor's group.
             box = self._new_mailbox(name, capacity, None, EnvelopeCodec({}))
             self._remote[name] = box

@@ -312,14 +312,13 @@ class Runtime:
 
     def message_type(self, name: str, type_name: str) -> type[BaseModel]:
         """Resolve a message type by name for actor `name` (messages that arrive as JSON)."""
-        types = self._types[self._cell(name).name].actor_message_types()
-        found = types.get(type_name)
-        if found is None or not issubclass(found, BaseModel):
-            known = ", ".join(sorted(types)) or "none"
-            raise InvalidMessageError(
-                f"actor {name!r} accepts no message type {type_name!r}; it accepts: {known}"
-            )
-        return found
+        return _message_type(name, self._types[self._cell(name).name], type_name)
+
+    async def resolve_message_type(self, name: str, type_name: str) -> type[BaseModel]:
+        """`message_type`, also for an actor that only another process runs (distributed)."""
+        if name in self._cells or self.distributed is None:
+            return self.message_type(name, type_name)
+        return _message_type(name, await self.distributed.actor_type(name), type_name)
 
     def _cell(self, name: str) -> ActorCell:
         cell = self._cells.get(name)
@@ -405,6 +404,17 @@ class Runtime:
             if distributed is not None:
                 distributed.waiting.pop(correlation_id, None)
         return pending.outcome()
+
+
+def _message_type(name: str, actor_type: type[Actor], type_name: str) -> type[BaseModel]:
+    types = actor_type.actor_message_types()
+    found = types.get(type_name)
+    if found is None or not issubclass(found, BaseModel):
+        known = ", ".join(sorted(types)) or "none"
+        raise InvalidMessageError(
+            f"actor {name!r} accepts no message type {type_name!r}; it accepts: {known}"
+        )
+    return found
 
 
 async def _close_shielded(store: SqliteStore) -> None:

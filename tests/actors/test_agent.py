@@ -189,6 +189,11 @@ async def test_a_crash_mid_round_resumes_without_repeating_a_model_call(tmp_path
     gate_result = steps[1]["results"][0]
     assert "gate open" in json.dumps(gate_result)
     assert "first" == (tmp_path / "out/a.txt").read_text()
+    # The reused reply's step carries what its payload was estimated at, as a live one does:
+    # replay calibrates the token estimator with it.
+    sent = {r["turn"]: r["sent_estimate"] for r in records if r["type"] == "response"}
+    assert all(isinstance(sent[step["seq"]], int) for step in steps)
+    assert [sent[step["seq"]] for step in steps] == [step["sent_estimate"] for step in steps]
 
 
 async def test_a_crash_during_a_model_call_repeats_only_that_call(tmp_path: Path) -> None:

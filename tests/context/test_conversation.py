@@ -176,3 +176,24 @@ async def test_a_compaction_record_replays_from_its_journal_json() -> None:
     assert SummarizeStrategy().compose_payload(SYSTEM, TOOLS, conversation) == (
         SummarizeStrategy().compose_payload(SYSTEM, TOOLS, replayed)
     )
+
+
+def test_a_replay_sizes_the_context_as_the_live_calls_did() -> None:
+    """The live calls calibrated the estimator (what was sent against what the API counted);
+    a conversation resumed from its journal must come out the same size, or it compacts at
+    other points than the uninterrupted run would."""
+    live = Conversation(id="c1")
+    strategy = SummarizeStrategy()
+    records: list[Any] = [live.start_round("go")]
+    for index, counted in enumerate((1_500, 2_600, 4_100)):
+        payload = strategy.compose_payload(SYSTEM, TOOLS, live)  # notes the sent estimate
+        assert payload["messages"]
+        # The API counts 1.5-2x the estimate here: calibration has something to learn.
+        usage = {"input_tokens": counted, "output_tokens": 40}
+        records.append(tool_step(live, tools=1, result_chars=3_000 + index, usage=usage))
+    assert live.account.calibration.samples == 3
+    replayed = Conversation.replay(
+        (json.loads(json.dumps(dump_record(r))) for r in records), "c1"
+    )
+    assert live.account.calibration.ratio == replayed.account.calibration.ratio
+    assert live.context_tokens == replayed.context_tokens

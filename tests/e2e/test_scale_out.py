@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from tests.e2e.test_crash import journal_steps, logged_calls, run_to_end, scenario_state
+from tests.e2e.test_crash import logged_calls, scenario_state
 from tests.e2e.test_process import BATON, SCENARIO, Child, env, scenario_workspace
 from tests.redis_server import running_redis
 
@@ -117,15 +117,27 @@ def test_a_worker_killed_mid_message_is_taken_over_and_the_scenario_completes(
     after_calls = random.Random(seed).randint(3, 80)  # noqa: S311 - a replayable kill point
     context = f"seed {seed}, kill after {after_calls} model calls"
 
-    clean = scenario_workspace(tmp_path / "clean")
-    assert 0 == run_to_end(clean)
-    baseline = scenario_state(clean)
-    assert baseline is not None
-    clean_steps = journal_steps(clean)
-    assert clean_steps, "the clean run journaled no model reply"
-
     workspace = scenario_workspace(tmp_path / "shared")
     with running_redis(aof=True) as server:
+        # The baseline: the whole runtime in one process on Redis (database 1), by --mailbox.
+        clean = scenario_workspace(tmp_path / "clean")
+        clean_url = server.url.removesuffix("/0") + "/1"
+        single = subprocess.run(
+            [
+                BATON, "run", "--mailbox", clean_url, "--submit", SCENARIO, "--auto-approve",
+                "--exit-when-idle", "--workspace", str(clean),
+            ],
+            capture_output=True, text=True, timeout=DEADLINE, env=env(), check=False,
+        )  # fmt: skip
+        assert 0 == single.returncode, single.stderr[-2000:]
+        assert f"ended {SCENARIO}: completed (iteration 2)" in single.stdout
+        baseline = scenario_state(clean)
+        assert baseline is not None
+        with redis.Redis.from_url(clean_url) as clean_client:
+            clean_steps = redis_steps(clean_client)
+        assert clean_steps, "the clean run journaled no model reply"
+        assert not (clean / ".baton" / "journal").exists()  # journals went to Redis
+
         configure(workspace, server.url)
         client = redis.Redis.from_url(server.url)
         workers: dict[str, Child] = {}

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from pydantic import BaseModel
 from redis.asyncio import Redis
@@ -27,6 +28,7 @@ from baton.errors import (
     RuntimeFailure,
     UnknownActorError,
 )
+from baton.runtime import create_control_app
 from baton.runtime.config import parse_config
 from baton.runtime.pipeline import journal_for
 from baton.runtime.token_log import TokenLog
@@ -200,3 +202,25 @@ async def test_a_sole_owner_journal_is_not_rechecked(tmp_path: Path) -> None:
         await a.prompt(Prompt(text="first"))
         await a.prompt(Prompt(text="second"))
     assert 0 == Counting.lengths
+
+
+async def test_the_control_api_reaches_an_actor_another_process_runs(redis_url: str) -> None:
+    """`baton ask greeter Hello ...` against `baton run --actors scheduler` while a worker
+    runs the greeter: the message is built from the class the registry names."""
+    seen: list[str] = []
+    async with process(redis_url) as here, process(redis_url) as there:
+        await there.spawn("greeter", Greeter, seen)
+        transport = httpx2.ASGITransport(app=create_control_app(here, on_stop=lambda: None))
+        async with httpx2.AsyncClient(transport=transport, base_url="http://baton") as http:
+            asked = await http.post(
+                "/actors/greeter/ask", json={"type": "Hello", "payload": {"name": "c"}}
+            )
+            wrong = await http.post("/actors/greeter/tell", json={"type": "Bye", "payload": {}})
+            nobody = await http.post(
+                "/actors/nobody/tell", json={"type": "Hello", "payload": {"name": "c"}}
+            )
+    assert (200, {"text": "hi c"}) == (asked.status_code, asked.json()["reply"])
+    assert 400 == wrong.status_code
+    assert "it accepts: Hello" in wrong.json()["error"]["message"]
+    assert (404, "UnknownActorError") == (nobody.status_code, nobody.json()["error"]["type"])
+    assert ["c"] == seen
