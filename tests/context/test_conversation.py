@@ -192,8 +192,6 @@ def test_a_replay_sizes_the_context_as_the_live_calls_did() -> None:
         usage = {"input_tokens": counted, "output_tokens": 40}
         records.append(tool_step(live, tools=1, result_chars=3_000 + index, usage=usage))
     assert live.account.calibration.samples == 3
-    replayed = Conversation.replay(
-        (json.loads(json.dumps(dump_record(r))) for r in records), "c1"
-    )
+    replayed = Conversation.replay((json.loads(json.dumps(dump_record(r))) for r in records), "c1")
     assert live.account.calibration.ratio == replayed.account.calibration.ratio
     assert live.context_tokens == replayed.context_tokens
