@@ -291,6 +291,9 @@ class AgentActor(Actor):
                 break
             response, sent = state.pending_response, state.pending_sent
             if response is None:
+                # Due already when a crash hit between a step and its compaction: compact now,
+                # as the uninterrupted run did, before paying for a call on the larger context.
+                await self._compact_if_due(state)
                 response, sent = await self._next_response(state), None
             state.pending_response = state.pending_sent = None
             state.turn = conversation.next_seq
@@ -306,8 +309,7 @@ class AgentActor(Actor):
             await self._register_written(state, response, results)
             calls += 1
             state.strategy.on_turn_complete(conversation)
-            if state.strategy.should_compact(conversation, state.budget or self.budget):
-                await self._compact(state)
+            await self._compact_if_due(state)
         last = conversation.last_step
         return last.text if last is not None else ""
 
@@ -412,6 +414,10 @@ class AgentActor(Actor):
             turn=turn,
             purpose=purpose,
         )
+
+    async def _compact_if_due(self, state: ConversationState) -> None:
+        if state.strategy.should_compact(state.conversation, state.budget or self.budget):
+            await self._compact(state)
 
     async def _compact(self, state: ConversationState) -> None:
         async def summarize(payload: Payload) -> str:

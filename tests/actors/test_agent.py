@@ -196,6 +196,57 @@ async def test_a_crash_mid_round_resumes_without_repeating_a_model_call(tmp_path
     assert [sent[step["seq"]] for step in steps] == [step["sent_estimate"] for step in steps]
 
 
+class _DiesAfterFirstStep(FileJournalStore):
+    """A journal whose process dies right after the first step is on disk: before the
+    compaction that step made due could run."""
+
+    def __init__(self, workspace: Path, crash: anyio.CancelScope) -> None:
+        super().__init__(workspace)
+        self.crash = crash
+
+    async def append(self, actor: str, conversation: str, record: Any) -> None:
+        await super().append(actor, conversation, record)
+        if record.get("type") == "step":
+            self.crash.cancel()
+            await anyio.sleep_forever()  # the process is gone: nothing more is written
+
+
+async def test_a_compaction_due_when_the_process_died_runs_before_the_next_call(
+    tmp_path: Path,
+) -> None:
+    """The uninterrupted run compacts right after the step that crossed the threshold; a run
+    resumed from a journal that ends with that step compacts before its next model call."""
+    big = "\n".join(f"line {n}: leave balance record {'x' * 80}" for n in range(200))
+    (tmp_path / "big.txt").write_text(big)
+    turns = [read("big.txt"), "Done.", "Nothing else."]
+    cfg = config(context_window=40_000, compact_threshold=6_000, keep_recent_steps=1)
+
+    def setup(model: ScriptedModel, journal: FileJournalStore, token_log: Any) -> AgentSetup:
+        return agent_setup(
+            "init", cfg, workspace=tmp_path, model=model, journal=journal, token_log=token_log
+        )
+
+    first = scripted(turns)
+    with anyio.CancelScope() as crash:
+        async with Runtime.open(tmp_path, shutdown_timeout=0) as rt:
+            journal = _DiesAfterFirstStep(tmp_path, crash)
+            await rt.spawn("init", InitActor, setup(first, journal, rt.token_log))
+            await rt.tell("init", Prompt(text="summarise big.txt"))
+            await anyio.sleep_forever()
+    records = await FileJournalStore(tmp_path).read("init", "main")
+    assert ["round", "response", "step"] == [r["type"] for r in records]
+
+    second = scripted(turns)
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("init", InitActor, setup(second, FileJournalStore(tmp_path), rt.token_log))
+        # Queued behind the resumed round, so it returns once that round has finished.
+        assert "Nothing else." == await rt.ask("init", Prompt(text="anything else?"))
+    assert [("compaction", 1), ("turn", 1), ("turn", 2)] == [
+        (call.context.purpose, call.context.turn) for call in second.calls
+    ]
+    assert_all_requests_valid(second)
+
+
 async def test_a_crash_during_a_model_call_repeats_only_that_call(tmp_path: Path) -> None:
     """A call that never completed is made again after the restart; completed ones are not."""
     entered = anyio.Event()
