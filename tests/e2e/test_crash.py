@@ -3,9 +3,9 @@ check that the scenario completes having lost no message, applied no handoff twi
 no completed model step twice.
 
 CI runs `CRASH_ROUNDS` rounds (3); `BATON_CRASH_ROUNDS=10` (or more) is the full mode. Each
-round uses a fresh workspace and kills the process `KILLS_PER_ROUND` times at random moments
-drawn from a seeded generator; every failure message names the seed, which
-`BATON_CRASH_SEED` replays.
+round uses a fresh workspace and kills the process `KILLS_PER_ROUND` times at random points
+of the scenario (a number of model calls in, plus a few milliseconds) drawn from a seeded
+generator; every failure message names the seed, which `BATON_CRASH_SEED` replays.
 """
 
 from __future__ import annotations
@@ -147,16 +147,32 @@ def drain(workspace: Path) -> None:
             proc.wait()
 
 
-def run_and_kill(workspace: Path, after: float) -> bool:
-    """Start the scenario's run and SIGKILL it `after` seconds in; False if it ended first."""
+def model_calls(workspace: Path) -> int:
+    """`model.call` lines in the token log so far (a torn last line counts: its call is done)."""
+    path = workspace / ".baton" / "logs" / "tokens.jsonl"
+    return path.read_text(encoding="utf-8").count('"event": "model.call"') if path.exists() else 0
+
+
+def run_and_kill(workspace: Path, at_calls: int, jitter: float) -> bool:
+    """Start the scenario's run and SIGKILL it `jitter` seconds after the token log reaches
+    `at_calls` model calls; False if the run ended first."""
     proc = start(workspace)
     try:
-        proc.wait(timeout=after)  # the run may finish on its own before the kill
-        return False
-    except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + RUN_DEADLINE
+        while model_calls(workspace) < at_calls and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.005)  # polling the log with a deadline
+        time.sleep(jitter)  # somewhere inside the step that follows, not always at its start
+        if proc.poll() is not None:
+            return False
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=RUN_DEADLINE)
         return True
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_sigkill_mid_scenario_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None:
@@ -164,10 +180,9 @@ def test_sigkill_mid_scenario_loses_nothing_and_repeats_nothing(tmp_path: Path) 
     rng = random.Random(seed)  # noqa: S311 - a replayable kill schedule, not a secret
 
     clean = scenario_workspace(tmp_path / "clean")
-    began = time.monotonic()
     assert 0 == run_to_end(clean)
-    duration = time.monotonic() - began
     baseline = outcome(clean)
+    total_calls = model_calls(clean)
     assert baseline.steps, (
         "the clean run journaled no model reply: the step checks would be vacuous"
     )
@@ -184,8 +199,13 @@ def test_sigkill_mid_scenario_loses_nothing_and_repeats_nothing(tmp_path: Path) 
             state = scenario_state(workspace)
             if state is not None and state["phase"] == "completed":
                 break  # finished before this kill: a new submit would start a fresh run
-            # Past start-up (about a third of a clean run), anywhere up to its end.
-            kills += run_and_kill(workspace, rng.uniform(0.3, 1.0) * duration)
+            # Anywhere in what is left of the scenario, counted in model calls: a kill by the
+            # clock can land before start-up is done, or after the resumed run has finished.
+            done = model_calls(workspace)
+            if total_calls - done < 4:
+                break
+            target = rng.randint(done + 1, total_calls - 3)
+            kills += run_and_kill(workspace, target, rng.uniform(0.0, 0.03))
         state = scenario_state(workspace)
         if state is None or state["phase"] != "completed":
             assert 0 == run_to_end(workspace), f"round {round_}: the restarted run failed"
@@ -207,5 +227,5 @@ def test_sigkill_mid_scenario_loses_nothing_and_repeats_nothing(tmp_path: Path) 
         assert set(baseline.steps) == set(got.steps), context
         assert [] == [k for k, n in got.logged_calls.items() if n > 1], context
     assert kills >= CRASH_ROUNDS, (
-        f"only {kills} kills landed mid-run (seed {seed}; a clean run takes {duration:.1f}s)"
+        f"only {kills} kills landed mid-run (seed {seed}; a clean run makes {total_calls} calls)"
     )

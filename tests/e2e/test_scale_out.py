@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from tests.e2e.test_crash import logged_calls, scenario_state
+from tests.e2e.test_crash import logged_calls, model_calls, scenario_state
 from tests.e2e.test_process import BATON, SCENARIO, Child, env, scenario_workspace
 from tests.redis_server import running_redis
 
@@ -38,13 +38,6 @@ def configure(workspace: Path, url: str) -> None:
         f"[runtime.redis]\nclaim_idle = {CLAIM_IDLE}\nlease_ttl = {CLAIM_IDLE}\n",
         encoding="utf-8",
     )
-
-
-def model_calls(workspace: Path) -> int:
-    path = workspace / ".baton" / "logs" / "tokens.jsonl"
-    if not path.is_file():
-        return 0
-    return path.read_text(encoding="utf-8").count('"event": "model.call"')
 
 
 def pending_by_consumer(client: redis.Redis) -> Counter[str]:
