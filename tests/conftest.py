@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis
+from redis.asyncio import Redis
 
 from tests.redis_server import RedisServer, find_executable, running_redis
 
@@ -34,3 +35,11 @@ def redis_url(redis_server: RedisServer) -> str:
     finally:
         client.close()
     return redis_server.url
+
+
+@pytest.fixture
+async def redis_client(redis_url: str) -> AsyncIterator[Redis]:
+    """An asyncio client of the test's empty database, closed after the test."""
+    client = Redis.from_url(redis_url)
+    yield client
+    await client.aclose()

@@ -3,7 +3,7 @@ exclude, renew, expire and release, and appends fenced by the lease."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -21,10 +21,8 @@ Stores = Callable[..., RedisJournalStore]
 
 
 @pytest.fixture
-async def client(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
-    yield client
-    await client.aclose()
+def client(redis_client: Redis) -> Redis:
+    return redis_client
 
 
 @pytest.fixture

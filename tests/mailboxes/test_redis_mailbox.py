@@ -4,7 +4,7 @@ attempts from delivery counts, dead letters, dedupe, backpressure, close and res
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -64,10 +64,8 @@ def make_boxes(client: Redis, made: list[RedisMailbox]) -> Boxes:
 
 
 @pytest.fixture
-async def client(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
-    yield client
-    await client.aclose()
+def client(redis_client: Redis) -> Redis:
+    return redis_client
 
 
 @pytest.fixture
