@@ -127,6 +127,15 @@ def envelopes_left(workspace: Path) -> int:
     return left
 
 
+def exited_within(proc: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Wait up to `seconds` for the process to exit; whether it did."""
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 def drain(workspace: Path) -> None:
     """`baton run` with nothing submitted, stopped (SIGTERM) once no envelope is left."""
     proc = subprocess.Popen(
@@ -138,7 +147,7 @@ def drain(workspace: Path) -> None:
     try:
         deadline = time.monotonic() + RUN_DEADLINE
         while envelopes_left(workspace) and time.monotonic() < deadline:
-            time.sleep(0.05)  # polling the database with a deadline
+            assert not exited_within(proc, 0.05), "the draining run exited on its own"
         proc.send_signal(signal.SIGTERM)
         assert 0 == proc.wait(timeout=RUN_DEADLINE)
     finally:
@@ -160,11 +169,10 @@ def run_and_kill(workspace: Path, at_calls: int, jitter: float) -> bool:
     try:
         deadline = time.monotonic() + RUN_DEADLINE
         while model_calls(workspace) < at_calls and time.monotonic() < deadline:
-            if proc.poll() is not None:
+            if exited_within(proc, 0.005):  # the poll interval of the log
                 return False
-            time.sleep(0.005)  # polling the log with a deadline
-        time.sleep(jitter)  # somewhere inside the step that follows, not always at its start
-        if proc.poll() is not None:
+        # Somewhere inside the step that follows, not always at its start.
+        if exited_within(proc, jitter):
             return False
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=RUN_DEADLINE)

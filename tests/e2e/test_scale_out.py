@@ -82,7 +82,11 @@ def start_worker(workspace: Path, index: int) -> tuple[Child, str]:
 
 
 def kill_while_holding(
-    client: redis.Redis, workspace: Path, workers: dict[str, Child], after_calls: int
+    client: redis.Redis,
+    workspace: Path,
+    workers: dict[str, Child],
+    after_calls: int,
+    run: subprocess.Popen[str],
 ) -> str:
     """SIGKILL the worker that holds an unacked message once `after_calls` model calls are
     logged; returns its consumer name."""
@@ -99,7 +103,11 @@ def kill_while_holding(
                     child.proc.wait(timeout=DEADLINE)
                     return consumer
                 child.proc.send_signal(signal.SIGCONT)  # it settled meanwhile: not mid-message
-        time.sleep(POLL)  # polling Redis and the log with a deadline, not waiting blind
+        try:  # the poll interval of Redis and the log, waiting on the run's exit meanwhile
+            run.wait(timeout=POLL)
+        except subprocess.TimeoutExpired:
+            continue
+        raise AssertionError(f"the scenario ended before a worker held a message ({after_calls})")
     raise AssertionError(f"no worker held a message after {after_calls} model calls")
 
 
@@ -150,7 +158,7 @@ def test_a_worker_killed_mid_message_is_taken_over_and_the_scenario_completes(
                     text=True,
                     env=env(),
                 )  # fmt: skip
-            victim = kill_while_holding(client, workspace, workers, after_calls)
+            victim = kill_while_holding(client, workspace, workers, after_calls, run)
             output, _ = run.communicate(timeout=DEADLINE)
             assert 0 == run.returncode, f"{context}: {output}"
             assert f"ended {SCENARIO}: completed (iteration 2)" in output, context
