@@ -210,8 +210,9 @@ class AgentActor(Actor):
         date with what they journaled; holding it again inside nests."""
         journal = self.setup.journal
         async with journal.hold(self.actor_name, conversation):
+            cached = conversation in self._states  # one just read from the journal is current
             state = await self._state(conversation)
-            if journal.shared:
+            if journal.shared and cached:
                 length = await journal.length(self.actor_name, conversation)
                 if length != state.journal_length:
                     log.info(

@@ -32,12 +32,11 @@ class WorkerOptions:
     """What `baton worker` was asked to do."""
 
     workspace: Path
-    actors: Sequence[str]
+    actors: Sequence[str]  # pipeline actor names, one per item
     mailbox: str | None = None
 
 
-def _roles(actors: Sequence[str]) -> tuple[str, ...]:
-    names = [name.strip() for spec in actors for name in spec.split(",") if name.strip()]
+def _roles(names: Sequence[str]) -> tuple[str, ...]:
     if SCHEDULER in names:
         raise CommandLineError(
             "the scheduler runs in `baton run` only (one per deployment): a worker takes "

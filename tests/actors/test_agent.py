@@ -66,6 +66,27 @@ class Recorder(Actor):
         self.ended.append(message)
 
 
+async def spawn_init_beside_recorder(
+    rt: Runtime,
+    model: ScriptedModel,
+    journal: FileJournalStore,
+    received: list[HandoffDelivered],
+    ended: list[RoundEnded],
+) -> None:
+    """`init` with the default config, and a `Recorder` as the Scheduler it reports to."""
+    await rt.spawn("scheduler", Recorder, received, ended)
+    assert rt.workspace is not None
+    setup = agent_setup(
+        "init",
+        config(),
+        workspace=rt.workspace,
+        model=model,
+        journal=journal,
+        token_log=rt.token_log,
+    )
+    await rt.spawn("init", InitActor, setup)
+
+
 def read(path: str) -> dict[str, Any]:
     return {"tool_use": {"name": "Read", "input": {"path": path}}}
 
@@ -352,16 +373,7 @@ async def test_a_dispatched_round_without_a_handoff_is_reported(tmp_path: Path) 
     ended: list[RoundEnded] = []
     journal = FileJournalStore(tmp_path)
     async with Runtime.open(tmp_path) as rt:
-        await rt.spawn("scheduler", Recorder, received, ended)
-        setup = agent_setup(
-            "init",
-            config(),
-            workspace=tmp_path,
-            model=model,
-            journal=journal,
-            token_log=rt.token_log,
-        )
-        await rt.spawn("init", InitActor, setup)
+        await spawn_init_beside_recorder(rt, model, journal, received, ended)
         for task in ("design it", "design it now"):
             context = AgentContext(task_summary=task)
             await rt.ask(
@@ -412,16 +424,7 @@ async def test_a_work_order_delivered_again_runs_one_round(tmp_path: Path) -> No
     ended: list[RoundEnded] = []
     journal = FileJournalStore(tmp_path)
     async with Runtime.open(tmp_path) as rt:
-        await rt.spawn("scheduler", Recorder, received, ended)
-        setup = agent_setup(
-            "init",
-            config(),
-            workspace=tmp_path,
-            model=model,
-            journal=journal,
-            token_log=rt.token_log,
-        )
-        await rt.spawn("init", InitActor, setup)
+        await spawn_init_beside_recorder(rt, model, journal, received, ended)
         replies = []
         for dispatch_id in ("leave#1", "leave#1", "leave#2", "leave#1"):
             order = Dispatch(
