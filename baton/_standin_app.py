@@ -1,17 +1,15 @@
 """The Messages API stand-in's request handling: checks, faults, replies, records.
 
-`StandInState` is everything the handlers and the public `MessagesAPIStandIn` share;
-`StandInApp` turns requests into the API's answers (see `baton.testing` for the behaviour).
+`StandInApp` turns requests into the API's answers, reading and updating the `StandInState`
+it shares with the public `MessagesAPIStandIn` (see `baton.testing` for the behaviour).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, cast
 
 import anyio
 from starlette.applications import Starlette
@@ -20,28 +18,25 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from baton._standin_wire import (
-    StandInModel,
-    error_body,
-    error_type_for,
-    message_body,
-    stream_events,
-    usage_body,
+from baton._standin_models import StandInModel, models_page
+from baton._standin_state import Endpoint, Fault, RecordedRequest, StandInState
+from baton._standin_thinking import (
+    BlockReview,
+    ThinkingPlan,
+    issue_blocks,
+    normalize_block,
+    output_tokens,
+    review_blocks,
+    tool_loop_problems,
 )
-from baton.actors._prefix_cache import PrefixCache
-from baton.actors.model import CallContext, Model, bind_call
+from baton._standin_wire import error_body, error_type_for, message_body, stream_events, usage_body
+from baton.actors.model import CallContext, bind_call
 from baton.actors.scripted_model import ScriptedResponse
+from baton.context.model_rules import request_problems
 from baton.context.payload import Payload
-from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens
-from baton.context.validation import validate_request
+from baton.context.tokens import estimate_payload_tokens
+from baton.context.validation import THINKING_BLOCK_TYPES, validate_request
 
-Endpoint = Literal["messages", "count_tokens", "models"]
-StandInPolicy = Callable[[Mapping[str, Any]], ScriptedResponse | str]
-"""Decides the reply to a valid `/v1/messages` request body when no scripted reply is queued."""
-
-FAST_RETRY_AFTER = 0.001
-"""The `retry-after` injected faults send by default. The SDK ignores a value of 0 (and then
-backs off 0.5-8 s), but honours any positive one, so a millisecond keeps retry tests fast."""
 _SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
 _COUNT_TOKENS_FIELDS = frozenset(
     {"messages", "model", "system", "tools", "tool_choice", "thinking", "cache_control"}
@@ -49,95 +44,8 @@ _COUNT_TOKENS_FIELDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Fault:
-    """One injected failure, used by the next request to its endpoint.
-
-    `delay` waits first (then the request goes on unless another field says otherwise);
-    `status` answers with that HTTP status and the API's error body, with `retry-after` /
-    `retry-after-ms` headers when `retry_after` is set; `mid_stream` lets a streaming request
-    start and then breaks it off with an `error` event of `error_type` (a non-streaming request
-    gets the HTTP 529 the API would send instead).
-    """
-
-    endpoint: Endpoint = "messages"
-    status: int | None = None
-    error_type: str | None = None
-    message: str | None = None
-    retry_after: float | None = FAST_RETRY_AFTER
-    delay: float = 0.0
-    mid_stream: bool = False
-
-    def describe(self) -> str:
-        """A short label for the request record."""
-        if self.mid_stream:
-            return f"mid_stream:{self.error_type or 'overloaded_error'}"
-        if self.status is not None:
-            return f"status:{self.status}"
-        return f"delay:{self.delay:g}s"
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request the stand-in received, secrets redacted, and how it answered."""
-
-    method: str
-    path: str
-    endpoint: Endpoint | None
-    headers: dict[str, str]
-    body: Any
-    status: int
-    stream: bool = False
-    authorized: bool = False
-    fault: str | None = None
-    problems: tuple[str, ...] = ()
-
-
-def default_standin_policy(body: Mapping[str, Any]) -> ScriptedResponse:
-    """Answer with one text block quoting the start of the last user text."""
-    last = ""
-    for message in reversed(body.get("messages") or []):
-        content = message.get("content")
-        if message.get("role") != "user":
-            continue
-        if isinstance(content, str):
-            last = content
-        elif isinstance(content, list):
-            last = " ".join(b.get("text", "") for b in content if b.get("type") == "text")
-        break
-    quoted = " ".join(last.split())[:80] or "your request"
-    return ScriptedResponse.model_validate(f"Stand-in reply to: {quoted}")
-
-
-@dataclass
-class StandInState:
-    """The stand-in's settings, queues, counters and records, shared with its handlers."""
-
-    api_key: str | None
-    models: dict[str, StandInModel]
-    context_window: int | None
-    policy: StandInPolicy
-    cache: PrefixCache
-    chunk_chars: int
-    model: Model | None = None
-    requests: list[RecordedRequest] = field(default_factory=list)
-    replies: deque[ScriptedResponse] = field(default_factory=deque)
-    faults: deque[Fault] = field(default_factory=deque)
-    in_flight: int = 0
-    max_in_flight: int = 0
-    next_id: int = 0
-    stop: anyio.Event = field(default_factory=anyio.Event)
-    gate: anyio.Event | None = None
-    changed: anyio.Event = field(default_factory=anyio.Event)
-
-    def notify(self) -> None:
-        """Wake everyone waiting for `in_flight` to change."""
-        changed, self.changed = self.changed, anyio.Event()
-        changed.set()
-
-
 class StandInApp:
-    """The ASGI app: `/v1/messages`, `/v1/messages/count_tokens`, `/v1/models/{id}`."""
+    """The ASGI app: `/v1/messages`, `/v1/messages/count_tokens`, `/v1/models[/{id}]`."""
 
     def __init__(self, state: StandInState) -> None:
         self.state = state
@@ -145,6 +53,7 @@ class StandInApp:
             routes=[
                 Route("/v1/messages", self._messages, methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/v1/models", self._model_list, methods=["GET"]),
                 Route("/v1/models/{model_id:path}", self._model_info, methods=["GET"]),
             ],
             exception_handlers={HTTPException: self._http_error},
@@ -252,7 +161,19 @@ class StandInApp:
         model = body.get("model") if isinstance(body, Mapping) else None
         if isinstance(model, str) and model not in self.state.models:
             return self._error(404, f"model: {model}")
+        if isinstance(model, str) and self.state.models[model].lifecycle == "retired":
+            return self._error(404, self.state.models[model].retired_message())
         return None
+
+    def _review(self, body: Mapping[str, Any], card: StandInModel) -> BlockReview:
+        """The model's own rules and the thinking blocks: problems, and what the model sees."""
+        review = review_blocks(body, card.id, self.state.signer)
+        review.problems = (
+            request_problems(body, card.rules)
+            + review.problems
+            + tool_loop_problems(body["messages"], self.state.issued)
+        )
+        return review
 
     async def _messages(self, request: Request) -> Response:
         body, fault, early = await self._preflight(request, "messages")
@@ -276,7 +197,14 @@ class StandInApp:
             )
             self._record(request, "messages", body, 400, problems=(message,))
             return self._error(400, message)
-        tokens = estimate_payload_tokens(body)
+        review = self._review(body, card)
+        dropped = tuple(review.dropped)
+        if review.problems:
+            refused = tuple(review.problems)
+            self._record(request, "messages", body, 400, problems=refused, dropped_blocks=dropped)
+            return self._error(400, "; ".join(refused))
+        seen = {**body, "messages": review.messages}
+        tokens = card.tokens(estimate_payload_tokens(seen))
         window = self.state.context_window or card.max_input_tokens
         if tokens > window:
             message = f"prompt is too long: {tokens} tokens > {window} maximum"
@@ -286,8 +214,11 @@ class StandInApp:
         if fault is not None and fault.mid_stream and not stream:
             self._record(request, "messages", body, 529, fault=label)
             return self._error(529, fault.message, error_type=fault.error_type)
-        self._record(request, "messages", body, 200, stream=stream, fault=label)
-        return await self._answer(body, stream, fault, CallContext.from_headers(request.headers))
+        self._record(
+            request, "messages", body, 200, stream=stream, fault=label, dropped_blocks=dropped
+        )
+        call = CallContext.from_headers(request.headers)
+        return await self._answer(seen, review, stream, fault, call)
 
     async def _reply_from_model(
         self, body: Mapping[str, Any], call: CallContext | None
@@ -299,13 +230,16 @@ class StandInApp:
         else:
             with bind_call(call):
                 response = await self.state.model.create(payload)
+        # The stand-in adds (and signs) its own thinking; a model's own would not verify here.
+        content = [b for b in response.content if b.get("type") not in THINKING_BLOCK_TYPES]
         return ScriptedResponse.model_validate(
-            {"content": response.content, "stop_reason": response.stop_reason}
+            {"content": content, "stop_reason": response.stop_reason}
         )
 
     async def _answer(
         self,
         body: Mapping[str, Any],
+        review: BlockReview,
         stream: bool,
         fault: Fault | None,
         call: CallContext | None = None,
@@ -329,15 +263,16 @@ class StandInApp:
             state.in_flight -= 1
             self.state.notify()
         request_id = self._request_id()
-        content = reply.to_content(f"toolu_{request_id}")
-        cached = self.state.cache.usage_for(body, namespace=body["model"])
-        output_tokens = max(1, sum(estimate_block_tokens(b) for b in content))
+        content = self._issue(reply.to_content(f"toolu_{request_id}"), body, review)
+        card = state.models[body["model"]]
+        cached = card.cache_usage(state.cache.usage_for(body, namespace=card.id))
+        total, thinking = output_tokens(content)
         message = message_body(
             message_id=f"msg_{request_id}",
-            model=body["model"],
+            model=card.id,
             content=content,
             stop_reason=reply.effective_stop_reason,
-            usage=usage_body(cached, output_tokens),
+            usage=usage_body(cached, total, thinking or None),
         )
         headers = {"request-id": request_id}
         if not stream:
@@ -353,6 +288,32 @@ class StandInApp:
 
         headers["cache-control"] = "no-cache"
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+    def _issue(
+        self, content: list[dict[str, Any]], body: Mapping[str, Any], review: BlockReview
+    ) -> list[dict[str, Any]]:
+        """The reply's final blocks, thinking added and signed; a thinking reply is remembered."""
+        state = self.state
+        plan = ThinkingPlan.for_request(body, state.models[body["model"]])
+        if plan.thinks:
+            state.thinking_replies += 1
+        every = state.redacted_thinking_every
+        blocks = issue_blocks(
+            content,
+            body=body,
+            plan=plan,
+            model=body["model"],
+            signer=state.signer,
+            prefix=review.prefix,
+            redacted=plan.thinks and every > 0 and state.thinking_replies % every == 0,
+        )
+        if any(b["type"] in THINKING_BLOCK_TYPES for b in blocks):
+            # A tool loop from this reply must send all of it back: keyed by its tool ids.
+            normalised = [normalize_block(b) for b in blocks]
+            for block in blocks:
+                if block["type"] == "tool_use":
+                    state.issued[block["id"]] = normalised
+        return blocks
 
     async def _count_tokens(self, request: Request) -> Response:
         body, _, early = await self._preflight(request, "count_tokens")
@@ -372,8 +333,29 @@ class StandInApp:
         if (missing := self._model_problem(body)) is not None:
             self._record(request, "count_tokens", body, 404)
             return missing
-        self._record(request, "count_tokens", body, 200)
-        return JSONResponse({"input_tokens": estimate_payload_tokens(body)})
+        card = self.state.models[body["model"]]
+        review = self._review(body, card)
+        dropped = tuple(review.dropped)
+        if review.problems:
+            refused = tuple(review.problems)
+            self._record(
+                request, "count_tokens", body, 400, problems=refused, dropped_blocks=dropped
+            )
+            return self._error(400, "; ".join(refused))
+        self._record(request, "count_tokens", body, 200, dropped_blocks=dropped)
+        tokens = card.tokens(estimate_payload_tokens({**body, "messages": review.messages}))
+        return JSONResponse({"input_tokens": tokens})
+
+    async def _model_list(self, request: Request) -> Response:
+        _, _, early = await self._preflight(request, "models")
+        if early is not None:
+            return early
+        page = models_page(list(self.state.models.values()), request.query_params)
+        if isinstance(page, str):
+            self._record(request, "models", None, 400, problems=(page,))
+            return self._error(400, page)
+        self._record(request, "models", None, 200)
+        return JSONResponse(page, headers={"request-id": self._request_id()})
 
     async def _model_info(self, request: Request) -> Response:
         _, _, early = await self._preflight(request, "models")

@@ -18,17 +18,17 @@ import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 
-from baton._standin_app import (
+from baton._standin_app import StandInApp
+from baton._standin_models import DEFAULT_MODELS, StandInModel
+from baton._standin_state import (
     FAST_RETRY_AFTER,
     Endpoint,
     Fault,
     RecordedRequest,
-    StandInApp,
     StandInPolicy,
     StandInState,
     default_standin_policy,
 )
-from baton._standin_wire import DEFAULT_MODELS, StandInModel
 from baton.actors._prefix_cache import PrefixCache
 from baton.actors.anthropic_model import AnthropicModel
 from baton.actors.model import Model
@@ -75,10 +75,15 @@ class MessagesAPIStandIn:
         model: Model | None = None,
         min_cache_tokens: int = 1024,
         chunk_chars: int = 24,
+        redacted_thinking_every: int = 0,
     ) -> None:
         """`model`, when given, answers every request not served from the reply queue, under
         the `CallContext` the request's `x-baton-*` headers describe: a baton client talking
-        to this stand-in then gets exactly what that model would have said in-process."""
+        to this stand-in then gets exactly what that model would have said in-process.
+        `redacted_thinking_every=N` adds a `redacted_thinking` block to every Nth reply that
+        thinks (0: never)."""
+        if redacted_thinking_every < 0:
+            raise ValueError("redacted_thinking_every must be 0 (never) or a positive count")
         self.state = StandInState(
             api_key=api_key,
             models=dict(DEFAULT_MODELS if models is None else models),
@@ -87,6 +92,7 @@ class MessagesAPIStandIn:
             model=model,
             cache=PrefixCache(min_tokens=min_cache_tokens),
             chunk_chars=chunk_chars,
+            redacted_thinking_every=redacted_thinking_every,
         )
         self._app = StandInApp(self.state)
         self._port: int | None = None
@@ -172,7 +178,7 @@ class MessagesAPIStandIn:
         """`ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY` pointing at this stand-in."""
         return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": self._key()}
 
-    def model(self, name: str = "claude-opus-4-5", **options: Any) -> AnthropicModel:
+    def model(self, name: str = "claude-opus-5-5", **options: Any) -> AnthropicModel:
         """An `AnthropicModel` talking to this stand-in (use it as `async with`)."""
         return AnthropicModel(name, api_key=self._key(), base_url=self.base_url, **options)
 
@@ -240,8 +246,13 @@ class MessagesAPIStandIn:
 
     async def wait_in_flight(self, count: int, timeout: float = 5.0) -> None:
         """Wait until at least `count` requests are in flight; `TimeoutError` after `timeout`."""
+        await self.wait_until(lambda: self.state.in_flight >= count, timeout)
+
+    async def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Wait until `condition()` holds, checked again each time a `/v1/messages` request
+        starts or finishes being answered; `TimeoutError` after `timeout`."""
         with anyio.fail_after(timeout):
-            while self.state.in_flight < count:
+            while not condition():
                 await self.state.changed.wait()
 
     def requests_to(self, endpoint: Endpoint) -> list[RecordedRequest]:

@@ -1,20 +1,19 @@
-"""What the Messages API stand-in puts on the wire: bodies, SSE events, the model table.
+"""What the Messages API stand-in puts on the wire: message bodies, errors and SSE events.
 
 Shapes follow the API reference (and what the `anthropic` SDK parses): errors are
 `{"type": "error", "error": {"type", "message"}, "request_id"}`; a stream is `message_start`,
 `ping`, per block `content_block_start` / `content_block_delta`… / `content_block_stop`, then
 `message_delta` (stop reason, final output tokens) and `message_stop`, every event named on
 its `event:` line (the SDK skips unnamed ones); an error inside a stream is an `error` event.
+A thinking block streams as an empty `thinking` block, its text in `thinking_delta`s, then
+one `signature_delta`; a `redacted_thinking` block arrives whole in its `content_block_start`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from baton.actors._prefix_cache import CacheUsage
 
@@ -63,9 +62,13 @@ def error_body(error_type: str, message: str | None, request_id: str) -> dict[st
     }
 
 
-def usage_body(cache: CacheUsage, output_tokens: int) -> dict[str, Any]:
-    """A `usage` object with all four counts and the cache-write split by TTL."""
-    return {
+def usage_body(
+    cache: CacheUsage, output_tokens: int, thinking_tokens: int | None = None
+) -> dict[str, Any]:
+    """A `usage` object with all four counts and the cache-write split by TTL.
+
+    `thinking_tokens`, for a reply that thought, adds `output_tokens_details`."""
+    usage: dict[str, Any] = {
         "input_tokens": cache.input_tokens,
         "cache_creation_input_tokens": cache.cache_creation_input_tokens,
         "cache_read_input_tokens": cache.cache_read_input_tokens,
@@ -80,6 +83,9 @@ def usage_body(cache: CacheUsage, output_tokens: int) -> dict[str, Any]:
         "output_tokens": output_tokens,
         "service_tier": "standard",
     }
+    if thinking_tokens is not None:
+        usage["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
+    return usage
 
 
 def message_body(
@@ -112,19 +118,32 @@ def _chunks(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
+def _opening_and_deltas(
+    block: Mapping[str, Any], chunk_chars: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    kind = block["type"]
+    if kind == "text":
+        parts = _chunks(block["text"], chunk_chars)
+        return {"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in parts]
+    if kind == "thinking":
+        # Hidden thinking (display "omitted") sends no thinking_delta, only its signature.
+        parts = _chunks(block["thinking"], chunk_chars) if block["thinking"] else []
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in parts]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        return {"type": "thinking", "thinking": "", "signature": ""}, deltas
+    if kind == "redacted_thinking":
+        return dict(block), []
+    opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+    raw = json.dumps(block["input"], ensure_ascii=False)
+    # The API opens every tool input with an empty partial_json delta.
+    deltas = [{"type": "input_json_delta", "partial_json": ""}] + [
+        {"type": "input_json_delta", "partial_json": part} for part in _chunks(raw, chunk_chars)
+    ]
+    return opening, deltas
+
+
 def _block_events(index: int, block: Mapping[str, Any], chunk_chars: int) -> list[bytes]:
-    if block["type"] == "text":
-        opening: dict[str, Any] = {"type": "text", "text": ""}
-        deltas = [
-            {"type": "text_delta", "text": part} for part in _chunks(block["text"], chunk_chars)
-        ]
-    else:
-        opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-        raw = json.dumps(block["input"], ensure_ascii=False)
-        # The API opens every tool input with an empty partial_json delta.
-        deltas = [{"type": "input_json_delta", "partial_json": ""}] + [
-            {"type": "input_json_delta", "partial_json": part} for part in _chunks(raw, chunk_chars)
-        ]
+    opening, deltas = _opening_and_deltas(block, chunk_chars)
     events = [
         sse(
             "content_block_start",
@@ -147,12 +166,17 @@ def stream_events(
 ) -> Iterator[bytes]:
     """The SSE events of `message`; with `error`, the stream breaks off with that error event."""
     usage = message["usage"]
+    # message_delta carries the final counts; the thinking share is only known by then.
+    final_usage = {k: usage[k] for k in ("output_tokens", "output_tokens_details") if k in usage}
     opening = {
         **message,
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {**usage, "output_tokens": 1},
+        "usage": {
+            **{k: v for k, v in usage.items() if k != "output_tokens_details"},
+            "output_tokens": 1,
+        },
     }
     yield sse("message_start", {"type": "message_start", "message": opening})
     yield sse("ping", {"type": "ping"})
@@ -169,50 +193,7 @@ def stream_events(
         {
             "type": "message_delta",
             "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-            "usage": {"output_tokens": usage["output_tokens"]},
+            "usage": final_usage,
         },
     )
     yield sse("message_stop", {"type": "message_stop"})
-
-
-class StandInModel(BaseModel):
-    """One row of the stand-in's Models API: limits and lifecycle of a model id."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str
-    display_name: str
-    max_input_tokens: int = Field(gt=0)
-    max_tokens: int = Field(gt=0)
-    lifecycle: Literal["active", "deprecated", "retired"] = "active"
-    created_at: datetime = datetime(2025, 1, 1, tzinfo=UTC)
-    deprecated_at: datetime | None = None
-    retires_at: datetime | None = None
-
-    def info(self) -> dict[str, Any]:
-        """The `ModelInfo` object `GET /v1/models/{id}` returns."""
-        return {"type": "model", **self.model_dump(mode="json")}
-
-
-def _model(model_id: str, name: str, window: int, **extra: Any) -> tuple[str, StandInModel]:
-    return model_id, StandInModel(
-        id=model_id, display_name=name, max_input_tokens=window, max_tokens=64_000, **extra
-    )
-
-
-DEFAULT_MODELS: dict[str, StandInModel] = dict(
-    [
-        _model("claude-opus-4-5", "Claude Opus 4.5", 200_000),
-        # The 1M window of seed 000's Execute agent, so baton's default config fits; retires_at
-        # is the announced end of life of Sonnet 4.5 (deprecated_at is illustrative).
-        _model(
-            "claude-sonnet-4-5",
-            "Claude Sonnet 4.5",
-            1_000_000,
-            lifecycle="deprecated",
-            deprecated_at=datetime(2026, 5, 30, tzinfo=UTC),
-            retires_at=datetime(2026, 11, 30, tzinfo=UTC),
-        ),
-        _model("claude-haiku-4-5", "Claude Haiku 4.5", 200_000),
-    ]
-)

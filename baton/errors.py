@@ -58,6 +58,21 @@ class ConfigError(UsageError):
     """Raised when configuration is invalid; the message names the offending key."""
 
 
+class RetiredModelError(ConfigError):
+    """Raised when an agent's model is retired or unknown to the Models API, at start."""
+
+    def __init__(self, actor: str, model: str, replacement: str | None, reason: str) -> None:
+        self.actor = actor
+        self.model = model
+        self.replacement = replacement
+        fix = (
+            f'set [actors.{actor}] model = "{replacement}" in baton.toml'
+            if replacement
+            else f"set [actors.{actor}] model in baton.toml to a current model"
+        )
+        super().__init__(f"actor {actor!r}: model {model!r} {reason}; {fix}")
+
+
 class InvalidRequestError(UsageError):
     """Raised when a Messages API request breaks one of the API's documented rules."""
 

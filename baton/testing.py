@@ -11,10 +11,11 @@
 `MessagesAPIStandIn`
     A real HTTP server on 127.0.0.1 (a free port) that speaks the Messages API closely enough
     for the real `anthropic` SDK: `POST /v1/messages` (JSON, and SSE when `stream` is true),
-    `POST /v1/messages/count_tokens` and `GET /v1/models/{id}`. Each request is checked like
-    the API checks it (`x-api-key` or bearer key, `anthropic-version`, the documented message
-    rules, known model, `max_tokens` cap, prompt length) and a broken one gets the API's 400
-    error body. Replies come from `api.reply(...)` in order, then from `policy`. Faults are
+    `POST /v1/messages/count_tokens`, `GET /v1/models` (newest first, paged by `limit`,
+    `after_id`, `before_id`) and `GET /v1/models/{id}`. Each request is checked like the API
+    checks it (`x-api-key` or bearer key, `anthropic-version`, the documented message rules,
+    known model, `max_tokens` cap, prompt length) and a broken one gets the API's 400 error
+    body. Replies come from `api.reply(...)` in order, then from `policy`. Faults are
     queued per endpoint: `api.fail(529, times=2)`, `api.fail_mid_stream()`,
     `api.delay(0.5)`, or `api.inject(Fault(...))`; `context_window=` makes longer prompts fail
     with `prompt is too long: N tokens > M maximum`. Every request is kept in `api.requests`
@@ -24,9 +25,38 @@
         async with MessagesAPIStandIn() as api:
             api.reply("hello", {"tool_use": {"name": "Read", "input": {"path": "a.md"}}})
             api.fail(429)
-            async with api.model("claude-opus-4-5") as model:   # an AnthropicModel
+            async with api.model("claude-opus-5-5") as model:   # an AnthropicModel
                 reply = await model.create({"max_tokens": 256, "messages": [...]})
             assert [429, 200] == [r.status for r in api.requests_to("messages")]
+
+    The models (`DEFAULT_MODELS`, or `models=` rows of `StandInModel`) are those of November
+    2026: Opus, Sonnet and Haiku 5.5 and Fable 5.1 current; Opus/Sonnet 5 and Opus/Haiku 4.5
+    active but older; Sonnet 4.5 deprecated; Opus 4.1, Opus 4 and Sonnet 4 retired (listed,
+    but `messages` and `count_tokens` naming them answer 404). Each row's `capabilities` and
+    the rules of `baton.context.model_rules` decide the model-specific 400s: a forced
+    `tool_choice` on Opus/Sonnet 5.5, an assistant prefill on 5.x, a `thinking.type` or
+    effort level the model does not take, `budget_tokens` not below `max_tokens`. A row's
+    `token_ratio` (1.3 from the 4.7 generation on) scales usage, the cache split,
+    `count_tokens` and the prompt-length check: estimate x ratio, rounded up.
+
+    Thinking: a request with `thinking.type` `adaptive` or `enabled`, or none on a model that
+    always thinks (Opus 5.5, Fable 5.1), gets a `thinking` block first, its text empty under
+    display `omitted` (those two models' default; the request's `thinking.display` wins),
+    else "Considering: <the last user text>". `redacted_thinking_every=N` adds a
+    `redacted_thinking` block to every Nth reply that thinks. On a row with
+    `between_tools_as_thinking` (Sonnet 5.5) the text right before a tool call comes back as
+    a thinking block. Signatures are `<base64url claims>.<HMAC>` under a secret of each
+    stand-in, binding a block to its model, its content and its prefix (`system`, `tools` and
+    every block before it, `cache_control` ignored). A block sent back forged or changed is a
+    400 ("Invalid `signature` in `thinking` block", or "... cannot be modified" in the
+    latest assistant message); one behind a changed prefix is a 400 too unless the
+    request sets `thinking.block_binding.prefix_mismatch_behavior: "drop_block"`; one from
+    another model is dropped. Dropped blocks are listed in `RecordedRequest.dropped_blocks`
+    (`DroppedBlock`). A tool result answering a reply that thought must follow that reply
+    sent back whole, thinking included (older turns may leave their thinking out)::
+
+        reply = await client.messages.create(model="claude-opus-5-5", ...)
+        messages += [{"role": "assistant", "content": reply.content}, tool_results]
 
     Point other code at it with `api.env()` (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`).
     `api.hold()` keeps replies waiting (with `api.in_flight` and `await api.wait_in_flight(n)`)
@@ -38,15 +68,16 @@
 
 from __future__ import annotations
 
-from baton._standin_app import (
+from baton._standin_models import DEFAULT_MODELS, StandInModel
+from baton._standin_server import DEFAULT_API_KEY, MessagesAPIStandIn
+from baton._standin_state import (
     FAST_RETRY_AFTER,
     Fault,
     RecordedRequest,
     StandInPolicy,
     default_standin_policy,
 )
-from baton._standin_server import DEFAULT_API_KEY, MessagesAPIStandIn
-from baton._standin_wire import DEFAULT_MODELS, StandInModel
+from baton._standin_thinking import HIDDEN_THINKING_TOKENS, DroppedBlock
 from baton.actors.model import CallContext, bind_call
 from baton.actors.scripted_model import (
     OFFLINE_MODEL_NAME,
@@ -61,9 +92,11 @@ __all__ = [
     "DEFAULT_API_KEY",
     "DEFAULT_MODELS",
     "FAST_RETRY_AFTER",
+    "HIDDEN_THINKING_TOKENS",
     "OFFLINE_MODEL_NAME",
     "ActorScript",
     "CallContext",
+    "DroppedBlock",
     "Fault",
     "MessagesAPIStandIn",
     "RecordedRequest",

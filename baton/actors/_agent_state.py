@@ -10,6 +10,7 @@ from baton.actors.messages import scenario_of
 from baton.actors.model import ModelResponse
 from baton.context.conversation import Conversation
 from baton.context.records import RECORD_TYPES
+from baton.context.steps import StepLayout
 from baton.context.strategy import ContextBudget, ContextStrategy
 
 MAIN = "main"
@@ -29,6 +30,7 @@ class ConversationState:
     strategy: ContextStrategy
     pending_response: ModelResponse | None = None
     pending_sent: int | None = None  # the raw estimate of the payload pending_response answers
+    pending_layout: StepLayout | None = None  # and how that payload laid out the history
     pending_summary: str | None = None
     turn: int = 0
     budget: ContextBudget | None = None
@@ -61,6 +63,7 @@ def load_state(
     conversation = Conversation(id=conversation_id)
     pending_response: ModelResponse | None = None
     pending_sent: int | None = None
+    pending_layout: StepLayout | None = None
     pending_summary: str | None = None
     budget: ContextBudget | None = None
     handed_off = False
@@ -84,6 +87,8 @@ def load_state(
         elif kind == "response" and record.get("turn") == conversation.next_seq:
             pending_response = ModelResponse.model_validate(record["response"])
             pending_sent = record.get("sent_estimate")
+            layout = record.get("layout")
+            pending_layout = None if layout is None else StepLayout.model_validate(layout)
         elif kind == "summary" and record.get("compaction") == conversation.compactions:
             pending_summary = str(record["text"])
         elif kind == "handoff":
@@ -99,6 +104,7 @@ def load_state(
         budget=budget,
         pending_response=pending_response,
         pending_sent=pending_sent,
+        pending_layout=pending_layout,
         pending_summary=pending_summary,
         turn=conversation.next_seq,
         handed_off=handed_off,

@@ -96,6 +96,10 @@ def render_dispatch(message: Dispatch) -> str:
     return "\n\n".join(part for part in parts if part.strip())
 
 
+def _dump(model: BaseModel | None) -> dict[str, Any] | None:
+    return None if model is None else model.model_dump(mode="json")
+
+
 def _answered_before(state: ConversationState, key: str | None) -> bool:
     """`key` opened a round older than the latest: that round, and later ones, are done."""
     return key is not None and key in state.round_keys and key != state.round_key
@@ -108,6 +112,8 @@ class AgentActor(Actor):
         self.setup = setup
         self.budget = ContextBudget.model_validate(setup.config, from_attributes=True)
         self._states: dict[str, ConversationState] = {}
+        # Estimator tokens → the model's tokens before a conversation's first exact figure.
+        self._token_ratio = 1.0
         self._current: ConversationState | None = None
         self._last: ConversationState | None = None
         self._toolbox = (
@@ -151,6 +157,8 @@ class AgentActor(Actor):
 
     async def _fit_budget_to_model(self) -> None:
         limits = await self.setup.model.limits()
+        if limits.rules is not None:
+            self._token_ratio = limits.rules.tokenizer_ratio
         window = self.budget.context_window
         if limits.context_window >= window:
             return
@@ -290,13 +298,17 @@ class AgentActor(Actor):
             if calls >= self.setup.config.max_steps:
                 log.warning("agent.max_steps", actor=self.actor_name, max_steps=calls)
                 break
-            response, sent = state.pending_response, state.pending_sent
+            response, sent, layout = (
+                state.pending_response,
+                state.pending_sent,
+                state.pending_layout,
+            )
             if response is None:
                 # Due already when a crash hit between a step and its compaction: compact now,
                 # as the uninterrupted run did, before paying for a call on the larger context.
                 await self._compact_if_due(state)
-                response, sent = await self._next_response(state), None
-            state.pending_response = state.pending_sent = None
+                response, sent, layout = await self._next_response(state), None, None
+            state.pending_response = state.pending_sent = state.pending_layout = None
             state.turn = conversation.next_seq
             results = await self._run_tools(state, response.tool_uses)
             record = conversation.append_step(
@@ -305,6 +317,7 @@ class AgentActor(Actor):
                 response.usage,
                 stop_reason=response.stop_reason,
                 sent_estimate=sent,
+                layout=layout,
             )
             await self._record(state, record)
             await self._register_written(state, response, results)
@@ -373,6 +386,7 @@ class AgentActor(Actor):
                 "turn": turn,
                 "response": response.model_dump(mode="json"),
                 "sent_estimate": conversation.account.sent_estimate,
+                "layout": _dump(conversation.composed_layout),
             },
         )
         self._log_call(state, response, turn=turn, purpose=self.setup.purpose)
@@ -414,6 +428,8 @@ class AgentActor(Actor):
             stop_reason=response.stop_reason,
             turn=turn,
             purpose=purpose,
+            thinking=str(budget.thinking),
+            effort=budget.effort,
         )
 
     async def _compact_if_due(self, state: ConversationState) -> None:
@@ -448,6 +464,9 @@ class AgentActor(Actor):
         if state is None:
             records = await self.setup.journal.read(self.actor_name, conversation)
             state = load_state(conversation, records, self._new_strategy, self.budget)
+            calibration = state.conversation.account.calibration
+            if calibration.samples == 0:
+                calibration.ratio = self._token_ratio
             self._states[conversation] = state
         return state
 

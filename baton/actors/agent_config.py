@@ -1,4 +1,4 @@
-"""An agent actor's configuration: its model and context budget (seed 000's table).
+"""An agent actor's configuration: its model, thinking and context budget.
 
 It lives with the actors that use it; `baton.toml`'s `[actors.<name>]` tables are parsed into
 it by the runtime's config loader.
@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from baton.context.strategy import Effort, Thinking, check_thinking
 
 StrategyName = Literal["summarize", "sliding_window", "extract_state"]
 
@@ -31,7 +33,7 @@ class TokenSink(Protocol):
 
 
 class AgentConfig(BaseModel):
-    """One agent actor's model and context budget (seed 000's table)."""
+    """One agent actor's model, thinking setting and context budget."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,6 +52,10 @@ class AgentConfig(BaseModel):
     system_prompt: str | None = Field(
         None, description="workspace-relative path of a system prompt replacing the shipped one"
     )
+    thinking: Thinking = Field(
+        "off", description="adaptive | off | a manual budget of thinking tokens (older models)"
+    )
+    effort: Effort | None = Field(None, description="low | medium | high | xhigh | max")
 
     @model_validator(mode="after")
     def _threshold_inside_window(self) -> Self:
@@ -58,4 +64,5 @@ class AgentConfig(BaseModel):
                 f"compact_threshold ({self.compact_threshold}) must be below context_window "
                 f"({self.context_window})"
             )
+        check_thinking(self.thinking, self.max_output_tokens)
         return self

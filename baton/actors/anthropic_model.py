@@ -11,8 +11,14 @@ What it adds to the SDK:
 * a 400 `prompt is too long: N tokens > M maximum` becomes `ContextOverflowError(N, M)`, so the
   actor can compact and retry once; other failures become baton errors that say what to do;
 * a per-model concurrency limit (an anyio `CapacityLimiter`, shareable between instances);
-* `limits()` from the Models API, cached, with the configured values as the fallback and a
-  warning log line for a model that is `deprecated` or `retired`.
+* `limits()` from the Models API, cached, with the configured values as the fallback: window,
+  output cap, lifecycle, line, and the request rules with the model's capabilities;
+  `current_models()` lists the newest active model of each line;
+* the model's request rules (`baton.context.model_rules`) checked before anything is sent: a
+  forced `tool_choice`, sampling parameters, a prefill or a thinking setting the model
+  refuses is an `InvalidRequestError` that says what to change, not a 400 from the API;
+* thinking and redacted-thinking blocks kept in the reply exactly as received, so the tool
+  loop can send them back.
 
 The key comes from `api_key=` or `ANTHROPIC_API_KEY`, the endpoint from `base_url=` or
 `ANTHROPIC_BASE_URL`. The key is handed to the SDK and nowhere else: no log line, error message
@@ -37,6 +43,7 @@ from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic
 from anthropic.types import Message
 
 from baton.actors.model import ModelLimits, ModelResponse, current_call
+from baton.context.model_rules import ModelRules, current_models, request_problems, rules_for
 from baton.context.payload import Payload
 from baton.context.usage import Usage
 from baton.errors import (
@@ -78,9 +85,9 @@ class Backoff:
 
 
 def _silence_sdk_model_deprecation() -> None:
-    # The SDK emits a DeprecationWarning on *every* call naming a model on its list (e.g.
-    # claude-sonnet-4-5); `limits()` reports the lifecycle once as a warning log line instead,
-    # and a per-call warning would fail every test suite that runs with `-W error`. Installed
+    # The SDK emits a DeprecationWarning on *every* call naming a model on its list; the
+    # start check reports a deprecated model once, with its successor (docs/models.md), and
+    # a per-call warning would fail every test suite that runs with `-W error`. Installed
     # per call because test runners reset the warning filters for each test.
     warnings.filterwarnings(
         "ignore", message=r"The model '.*' is deprecated", category=DeprecationWarning
@@ -130,10 +137,12 @@ class AnthropicModel:
         self._name = model
         self._max_retries = max_retries
         self._limiter = limiter or anyio.CapacityLimiter(max_concurrency)
+        self._rules = rules_for(model)
         self._fallback = ModelLimits(
             model=model,
             context_window=context_window,
             max_output_tokens=max_output_tokens,
+            rules=self._rules,
             source="config",
         )
         self._stream_above = stream_above
@@ -156,6 +165,14 @@ class AnthropicModel:
     def base_url(self) -> str:
         """Where requests go (`ANTHROPIC_BASE_URL` or the public API)."""
         return str(self._client.base_url)
+
+    @property
+    def rules(self) -> ModelRules:
+        """What requests the model accepts (with its capabilities once `limits()` ran)."""
+        limits = self._limits
+        if limits is not None and limits.rules is not None:
+            return limits.rules
+        return self._rules
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -183,6 +200,10 @@ class AnthropicModel:
     async def create(self, payload: Payload) -> ModelResponse:
         """Send `payload` (streaming when `max_tokens` is large) and return the reply."""
         body: dict[str, Any] = {**payload, "model": payload.get("model") or self._name}
+        rules = self.rules if body["model"] == self._name else rules_for(body["model"])
+        problems = request_problems(body, rules)
+        if problems:
+            raise InvalidRequestError(problems)
         stream = body["max_tokens"] > self._stream_above
         async with self._limiter:
             started = self._clock()
@@ -233,35 +254,48 @@ class AnthropicModel:
     async def _lookup_limits(self) -> ModelLimits:
         try:
             info = await self._client.models.retrieve(self._name)
-        except (APIStatusError, APIConnectionError) as exc:
-            self._limits_retry_at = self._clock() + self._limits_retry_s
-            log.warning(
-                "model.limits_fallback",
-                model=self._name,
-                reason=_describe(exc),
-                context_window=self._fallback.context_window,
-                max_output_tokens=self._fallback.max_output_tokens,
-            )
-            return self._fallback
-        limits = ModelLimits(
+        except APIStatusError as exc:
+            if exc.status_code == 404:
+                # Known for sure: no such model (any more). Cached like a success: asking
+                # again will not bring it back.
+                return self._fallback.model_copy(
+                    update={"available": False, "source": "models_api"}
+                )
+            return self._limits_fallback(exc)
+        except APIConnectionError as exc:
+            return self._limits_fallback(exc)
+        capabilities = info.capabilities.model_dump() if info.capabilities is not None else None
+        return ModelLimits(
             model=self._name,
             context_window=info.max_input_tokens or self._fallback.context_window,
             max_output_tokens=info.max_tokens or self._fallback.max_output_tokens,
             lifecycle=info.lifecycle,
             deprecated_at=info.deprecated_at,
             retires_at=info.retires_at,
+            line=info.line,
+            rules=self._rules.with_capabilities(capabilities),
             source="models_api",
         )
-        if info.lifecycle in ("deprecated", "retired"):
-            log.warning(
-                "model.lifecycle",
-                model=self._name,
-                lifecycle=info.lifecycle,
-                deprecated_at=info.deprecated_at.isoformat() if info.deprecated_at else None,
-                retires_at=info.retires_at.isoformat() if info.retires_at else None,
-                hint="move this actor to an active model in baton.toml ([actors.<name>] model)",
-            )
-        return limits
+
+    def _limits_fallback(self, exc: APIStatusError | APIConnectionError) -> ModelLimits:
+        self._limits_retry_at = self._clock() + self._limits_retry_s
+        log.warning(
+            "model.limits_fallback",
+            model=self._name,
+            reason=_describe(exc),
+            context_window=self._fallback.context_window,
+            max_output_tokens=self._fallback.max_output_tokens,
+        )
+        return self._fallback
+
+    async def current_models(self) -> dict[str, str]:
+        """The newest active model of each line, from the Models API (empty if unreachable)."""
+        try:
+            listed = [info.model_dump(mode="json") async for info in self._client.models.list()]
+        except (APIStatusError, APIConnectionError) as exc:
+            log.warning("model.list_failed", reason=_describe(exc))
+            return {}
+        return current_models(listed)
 
     async def _send(self, body: dict[str, Any], stream: bool) -> Message:
         attempt = 0
@@ -368,6 +402,13 @@ def _to_response(message: Message, latency_ms: float) -> ModelResponse:
             content.append(
                 {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
             )
+        elif block.type == "thinking":
+            # Kept whole, empty text included: the tool loop must send it back unchanged.
+            content.append(
+                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+            )
+        elif block.type == "redacted_thinking":
+            content.append({"type": "redacted_thinking", "data": block.data})
         else:
             log.warning("model.block_dropped", model=message.model, block_type=block.type)
     usage = message.usage

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from baton.context.model_rules import ModelRules
 from baton.context.payload import ContentBlock, Payload, ToolUseBlock
 from baton.context.usage import Usage
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     ResponseBlock: TypeAlias = ContentBlock
 else:
     # pydantic cannot build a schema from `typing.TypedDict` on Python 3.11, so at run time
-    # the field is a plain dict, checked by `_check_blocks` to be text or tool_use.
+    # the field is a plain dict, checked by `_check_blocks` to be a block the API returns.
     ResponseBlock: TypeAlias = dict[str, Any]
 
 
@@ -39,7 +40,8 @@ class ModelResponse(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     content: list[ResponseBlock] = Field(
-        description="text and tool_use blocks, shaped like the payload's assistant content"
+        description="text, tool_use and (kept exactly as received) thinking and "
+        "redacted_thinking blocks, shaped like the payload's assistant content"
     )
     stop_reason: str | None = Field(description="end_turn, tool_use, max_tokens, ...")
     usage: Usage
@@ -76,13 +78,23 @@ def _check_block(index: int, block: Any) -> dict[str, Any]:
             raise TypeError(f"content.{index} needs string `id` and `name`")
         if not isinstance(block.get("input"), Mapping):
             raise TypeError(f"content.{index}.input must be an object")
+    elif kind == "thinking":
+        if not all(isinstance(block.get(key), str) for key in ("thinking", "signature")):
+            raise TypeError(f"content.{index} needs string `thinking` and `signature`")
+    elif kind == "redacted_thinking":
+        if not isinstance(block.get("data"), str):
+            raise TypeError(f"content.{index}.data must be a string")
     else:
-        raise TypeError(f"content.{index}.type must be 'text' or 'tool_use', not {kind!r}")
+        raise TypeError(
+            f"content.{index}.type must be text, tool_use, thinking or redacted_thinking, "
+            f"not {kind!r}"
+        )
     return dict(block)
 
 
 class ModelLimits(BaseModel):
-    """A model's context window and output cap, and where it stands in its lifecycle."""
+    """A model's context window and output cap, where it stands in its lifecycle, and what
+    requests it accepts."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -92,6 +104,13 @@ class ModelLimits(BaseModel):
     lifecycle: Lifecycle | None = Field(None, description="None when not known (offline)")
     deprecated_at: datetime | None = None
     retires_at: datetime | None = None
+    line: str | None = Field(None, description="the model line (opus, sonnet, ...) if known")
+    available: bool = Field(
+        True, description="False when the Models API does not know the model (HTTP 404)"
+    )
+    rules: ModelRules | None = Field(
+        None, description="the request rules, with the Models API's capabilities when online"
+    )
     source: Literal["models_api", "config"] = Field(
         description="`models_api` when looked up online, `config` when the configured values"
     )

@@ -26,6 +26,7 @@ from baton.context.events import (
 from baton.context.extract_state import ExtractStateStrategy, WorkingState
 from baton.context.fallback import fallback_summary
 from baton.context.ledger import KeyFact, KeyFactLedger
+from baton.context.model_rules import CURRENT_MODELS, ModelRules, request_problems, rules_for
 from baton.context.packages import (
     PACKAGE_VERSION,
     ContextPackage,
@@ -59,9 +60,18 @@ from baton.context.records import (
 )
 from baton.context.registry import STRATEGIES, make_strategy
 from baton.context.sliding_window import SlidingWindowStrategy
-from baton.context.steps import Round, Step, TextContent, ToolResultContent, ToolUseContent
+from baton.context.steps import (
+    RedactedThinkingContent,
+    Round,
+    Step,
+    StepLayout,
+    TextContent,
+    ThinkingContent,
+    ToolResultContent,
+    ToolUseContent,
+)
 from baton.context.strategy import (
-    SEED_BUDGETS,
+    DEFAULT_BUDGETS,
     Clock,
     ContextBudget,
     ContextStrategy,
@@ -87,9 +97,10 @@ from baton.context.validation import check_request, validate_request
 
 __all__ = [
     "COMPACT_PROMPT",
+    "CURRENT_MODELS",
+    "DEFAULT_BUDGETS",
     "PACKAGE_VERSION",
     "RECORD_TYPES",
-    "SEED_BUDGETS",
     "STRATEGIES",
     "SUMMARY_SCHEMAS",
     "TOKEN_LOG_EVENTS",
@@ -129,8 +140,10 @@ __all__ = [
     "KeyFactLedger",
     "Layer1ProblemsReport",
     "Message",
+    "ModelRules",
     "Payload",
     "PromptCacheSimulator",
+    "RedactedThinkingContent",
     "Round",
     "RoundStarted",
     "Sample",
@@ -139,12 +152,14 @@ __all__ = [
     "SlidingWindowStrategy",
     "Step",
     "StepAppended",
+    "StepLayout",
     "SummarizeStrategy",
     "Summarizer",
     "SummaryBase",
     "SystemClock",
     "TextBlock",
     "TextContent",
+    "ThinkingContent",
     "TokenAccount",
     "ToolResultBlock",
     "ToolResultContent",
@@ -166,6 +181,8 @@ __all__ = [
     "parse_record",
     "parse_summary",
     "place_breakpoints",
+    "request_problems",
+    "rules_for",
     "summary_schema_for",
     "truncate_text",
     "validate_request",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baton.context.caching import Anchor, last_message_anchor
-from baton.context.conversation import Conversation, StepEntry
+from baton.context.conversation import Conversation, StepEntry, StepView
 from baton.context.payload import Message, TextBlock, ToolSpec
 from baton.context.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
@@ -69,10 +69,12 @@ class Builder:
         return last_message_anchor(self.messages)
 
 
-def add_entry(builder: Builder, entry: StepEntry) -> None:
-    """A step, whole: its assistant message then its tool results."""
-    builder.add(entry.assistant, entry.assistant_tokens)
-    builder.add(entry.results, entry.results_tokens)
+def add_entry(
+    builder: Builder, conversation: Conversation, entry: StepEntry, view: StepView | None = None
+) -> None:
+    """A step, whole, as the conversation shows it now (`Conversation.view_of`) or in `view`."""
+    for message, tokens in entry.shown(view or conversation.view_of(entry)):
+        builder.add(message, tokens)
 
 
 def first_shown_round(conversation: Conversation, start: int) -> int:
@@ -97,7 +99,7 @@ def add_rounds_from(builder: Builder, conversation: Conversation, start: int) ->
     for r in range(first_shown_round(conversation, start), len(rounds)):
         builder.add(rounds[r].message, rounds[r].tokens)
         while i < len(entries) and entries[i].round_index == r:
-            add_entry(builder, entries[i])
+            add_entry(builder, conversation, entries[i])
             i += 1
 
 

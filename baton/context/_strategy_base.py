@@ -8,13 +8,14 @@ is over the target (never below one), apply the record to the conversation, repo
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
 import anyio
 
 from baton.context._assembly import Builder, Lead, Prefix, add_entry, add_rounds_from
 from baton.context.caching import Anchor, place_breakpoints, prefix_anchor
-from baton.context.conversation import Conversation, StepEntry, step_entry
+from baton.context.conversation import Conversation, StepEntry, StepView, step_entry
 from baton.context.events import (
     CompactionMode,
     ContextWarningEvent,
@@ -24,7 +25,7 @@ from baton.context.events import (
 )
 from baton.context.payload import Payload, ToolSpec
 from baton.context.records import Compaction
-from baton.context.steps import render_text, render_user
+from baton.context.steps import StepLayout, render_text, render_user
 from baton.context.strategy import Clock, ContextBudget, Summarizer, SystemClock, SystemPrompt
 from baton.context.summaries import COMPACT_PROMPT, GenericSummary, SummaryBase, render_summary
 from baton.context.tokens import (
@@ -36,6 +37,15 @@ from baton.context.truncation import Truncated, truncate_step
 from baton.errors import UsageError
 
 SUMMARY_HEADING = "Summary of the earlier conversation (older turns were compacted):"
+
+
+def recent_start(count: int, budget: ContextBudget, stride: int) -> int:
+    """Index of the first of `count` steps shown whole: the last N, moved by `stride`.
+
+    A pure function of the count, so a replayed conversation lays out as the live one did:
+    the recent part holds N to N + stride - 1 steps."""
+    over = count - budget.keep_recent_steps
+    return max(0, over // stride * stride)
 
 
 class StrategyBase:
@@ -86,6 +96,7 @@ class StrategyBase:
             )
         payload, raw = self._compose(system, tools, conversation, last_anchor=True)
         conversation.account.note_sent(raw)
+        conversation.note_layout(self._layout(conversation))
         return payload
 
     def _sync(self, conversation: Conversation) -> None:
@@ -105,6 +116,25 @@ class StrategyBase:
         """Add the history and recent parts; return extra breakpoint anchors."""
         add_rounds_from(builder, conversation, 0)
         return []
+
+    def _first_whole(self) -> int:
+        """Index (in `conversation.entries`) of the oldest step the payload shows whole."""
+        return 0
+
+    def _layout(self, conversation: Conversation) -> StepLayout:
+        """How the payload just composed laid out the history (recorded on its step)."""
+        entries = conversation.entries
+        index = self._first_whole()
+        seq = entries[index].step.seq if index < len(entries) else conversation.next_seq
+        return StepLayout(first_whole=seq)
+
+    def _start_for(self, conversation: Conversation, natural: int) -> int:
+        """Where the whole part starts: where the open round's thinking pinned it, else
+        `natural` (the strategy's own choice)."""
+        pinned = conversation.pinned_layout
+        if pinned is None:
+            return natural
+        return bisect_left(conversation.entries, pinned.first_whole, key=lambda e: e.step.seq)
 
     # --- assembly ------------------------------------------------------------------------
 
@@ -166,6 +196,10 @@ class StrategyBase:
             "max_tokens": self.budget.max_output_tokens,
             "messages": builder.messages,
         }
+        if (thinking := self.budget.thinking_param) is not None:
+            payload["thinking"] = thinking
+        if (output_config := self.budget.output_config) is not None:
+            payload["output_config"] = output_config
         system_blocks = [*prefix.system, *lead.system]
         if system_blocks:
             payload["system"] = system_blocks
@@ -193,7 +227,7 @@ class StrategyBase:
         else:
             messages.append({"role": "user", "content": [prompt]})
         payload["messages"] = messages
-        payload["max_tokens"] = self.budget.summary_max_tokens
+        payload["max_tokens"] = self.budget.summary_request_tokens
         # Seed 000 asks for temperature 0, but API version 2026-10-21 (what SDK 2.x sends)
         # answers any sampling parameter with a 400, so the summary call cannot pin it.
         return payload
@@ -236,7 +270,11 @@ class StrategyBase:
         for r in range(first_round, len(rounds)):
             builder.add(rounds[r].message, rounds[r].tokens)
             while i < len(kept) and kept[i].round_index == r:
-                add_entry(builder, kept[i])
+                # As the kept part will show once compacted: a compaction invalidates the
+                # thinking of every step it keeps.
+                open_round = kept[i].round_index == len(rounds) - 1
+                view: StepView = "transcript" if open_round else "plain"
+                add_entry(builder, conversation, kept[i], view)
                 i += 1
         return self._prefix.tokens + lead.system_tokens + builder.tokens
 

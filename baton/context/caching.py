@@ -25,7 +25,7 @@ from baton.context.tokens import (
     estimate_block_tokens,
     estimate_json_tokens,
 )
-from baton.context.validation import MAX_CACHE_BREAKPOINTS
+from baton.context.validation import MAX_CACHE_BREAKPOINTS, THINKING_BLOCK_TYPES
 
 CACHE_WRITE_MULTIPLIER = 1.25
 CACHE_READ_MULTIPLIER = 0.1
@@ -46,10 +46,16 @@ def prefix_anchor(system: Sequence[TextBlock], tools: Sequence[ToolSpec]) -> Anc
 
 
 def last_message_anchor(messages: Sequence[Message]) -> Anchor | None:
-    """The last block of the last message."""
-    if not messages or isinstance(messages[-1]["content"], str):
-        return None
-    return ("message", len(messages) - 1, len(messages[-1]["content"]) - 1)
+    """The last block that can carry a breakpoint: thinking blocks cannot, so a message that
+    ends with them (an answer cut off while thinking) anchors on the block before."""
+    for mi in range(len(messages) - 1, -1, -1):
+        content = messages[mi]["content"]
+        if isinstance(content, str):
+            return None
+        for bi in range(len(content) - 1, -1, -1):
+            if content[bi]["type"] not in THINKING_BLOCK_TYPES:
+                return ("message", mi, bi)
+    return None
 
 
 def choose_anchors(anchors: Sequence[Anchor | None]) -> list[Anchor]:

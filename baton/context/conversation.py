@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -32,10 +32,12 @@ from baton.context.records import (
 from baton.context.steps import (
     Round,
     Step,
+    StepLayout,
     build_step,
     render_assistant,
     render_last_text,
     render_results,
+    render_transcript,
     render_user,
 )
 from baton.context.tokens import estimate_message_tokens
@@ -43,10 +45,17 @@ from baton.context.truncation import truncate_step
 from baton.context.usage import Usage
 from baton.errors import UsageError
 
+StepView = Literal["plain", "thinking", "transcript"]
+"""How a step shows: without thinking blocks, with them as received, or retold as user text."""
+
 
 @dataclass(slots=True)
 class StepEntry:
-    """A step with its rendered messages and their raw token estimates, computed once."""
+    """A step with its rendered messages and their raw token estimates, computed once.
+
+    A step with thinking blocks also has them rendered in (`thinking`) and retold as user
+    text (`transcript`); which one a payload shows is `Conversation.view_of`'s choice.
+    """
 
     step: Step
     round_index: int
@@ -56,11 +65,23 @@ class StepEntry:
     results_tokens: int
     last_text: Message | None
     last_text_tokens: int
+    thinking: Message | None = None
+    thinking_tokens: int = 0
+    transcript: Message | None = None
+    transcript_tokens: int = 0
 
     @property
     def whole_tokens(self) -> int:
         """Raw estimate of the step shown whole (assistant message and results)."""
         return self.assistant_tokens + self.results_tokens
+
+    def shown(self, view: StepView) -> list[tuple[Message | None, int]]:
+        """The messages (and their raw estimates) the step adds to a payload in `view`."""
+        if view == "thinking" and self.thinking is not None:
+            return [(self.thinking, self.thinking_tokens), (self.results, self.results_tokens)]
+        if view == "transcript" and self.transcript is not None:
+            return [(self.transcript, self.transcript_tokens)]
+        return [(self.assistant, self.assistant_tokens), (self.results, self.results_tokens)]
 
 
 @dataclass(slots=True)
@@ -80,7 +101,7 @@ def step_entry(step: Step, round_index: int) -> StepEntry:
     assistant = render_assistant(step)
     results = render_results(step)
     last_text = render_last_text(step)
-    return StepEntry(
+    entry = StepEntry(
         step=step,
         round_index=round_index,
         assistant=assistant,
@@ -90,6 +111,12 @@ def step_entry(step: Step, round_index: int) -> StepEntry:
         last_text=last_text,
         last_text_tokens=_tokens(last_text),
     )
+    if step.has_thinking:
+        entry.thinking = render_assistant(step, thinking=True)
+        entry.thinking_tokens = _tokens(entry.thinking)
+        entry.transcript = render_transcript(step)
+        entry.transcript_tokens = _tokens(entry.transcript)
+    return entry
 
 
 class CarriedSummary(BaseModel):
@@ -120,6 +147,9 @@ class Conversation(BaseModel):
     next_round: int = Field(0, ge=0, description="seq of the next round")
     compactions: int = Field(0, ge=0)
     steps_since_compaction: int = Field(0, ge=0)
+    thinking_from: int = Field(
+        0, ge=0, description="steps before this seq had their thinking invalidated by a compaction"
+    )
 
     _entries: list[StepEntry] = PrivateAttr(default_factory=list)
     _round_entries: list[RoundEntry] = PrivateAttr(default_factory=list)
@@ -127,6 +157,8 @@ class Conversation(BaseModel):
     _account: TokenAccount = PrivateAttr(default_factory=TokenAccount)
     _tool_ids: set[str] = PrivateAttr(default_factory=set)
     _revision: int = PrivateAttr(0)
+    _pinned: StepLayout | None = PrivateAttr(None)
+    _composed_layout: StepLayout | None = PrivateAttr(None)
 
     def model_post_init(self, __context: Any) -> None:
         self._ledger = KeyFactLedger(self.facts)
@@ -174,6 +206,36 @@ class Conversation(BaseModel):
         return self._entries[-1].step if self._entries else None
 
     @property
+    def pinned_layout(self) -> StepLayout | None:
+        """The layout the open round must keep: that of its first step with live thinking.
+
+        Thinking blocks go back only behind the prefix they were produced after, so once a
+        step of the open round carries them, every later request of the round shows the
+        history as that step's request did (docs/models.md, "Thinking")."""
+        return self._pinned
+
+    def view_of(self, entry: StepEntry) -> StepView:
+        """How `entry` shows in the next payload.
+
+        Thinking blocks go back only within the open round (older turns may drop them), and
+        only when produced after the last compaction, which changed what precedes them; a
+        step of the open round whose thinking a compaction invalidated is retold as text.
+        """
+        if entry.thinking is None or entry.round_index != len(self.rounds) - 1:
+            return "plain"
+        return "thinking" if entry.step.seq >= self.thinking_from else "transcript"
+
+    @property
+    def composed_layout(self) -> StepLayout | None:
+        """The layout of the payload composed last (None before the first, or after a
+        round started)."""
+        return self._composed_layout
+
+    def note_layout(self, layout: StepLayout) -> None:
+        """Record the layout of the payload just composed; the next step remembers it."""
+        self._composed_layout = layout
+
+    @property
     def awaiting_reply(self) -> bool:
         """Whether the next move is the model's: a fresh round, or tool results to read."""
         if not self.rounds:
@@ -200,15 +262,25 @@ class Conversation(BaseModel):
         *,
         stop_reason: str | None = None,
         sent_estimate: int | None = None,
+        layout: StepLayout | None = None,
     ) -> StepAppended:
         """Add the model's answer (`content` blocks), its tool results and the call's usage.
 
-        `sent_estimate` is the raw estimate of the payload answered; by default that of the
-        payload last composed for this conversation."""
+        `sent_estimate` is the raw estimate of the payload answered and `layout` how it laid
+        out the history; by default those of the payload last composed for this
+        conversation."""
         if sent_estimate is None:
             sent_estimate = self._account.sent_estimate
+        if layout is None:
+            layout = self._composed_layout
         step = build_step(
-            self.next_seq, content, results, usage, stop_reason, sent_estimate=sent_estimate
+            self.next_seq,
+            content,
+            results,
+            usage,
+            stop_reason,
+            sent_estimate=sent_estimate,
+            layout=layout,
         )
         record = StepAppended(step=step)
         self.apply(record)
@@ -265,6 +337,8 @@ class Conversation(BaseModel):
         self._round_entries.append(entry)
         self._account.add(entry.tokens)
         self.next_round += 1
+        self._pinned = None
+        self._composed_layout = None
 
     def _apply_step(self, step: Step) -> None:
         if not self.rounds:
@@ -278,6 +352,7 @@ class Conversation(BaseModel):
         self.rounds[-1].steps.append(step)
         entry = step_entry(step, len(self.rounds) - 1)
         self._entries.append(entry)
+        self._pin(step)
         if step.usage is not None:
             if step.sent_estimate is not None:
                 self._account.note_sent(step.sent_estimate)  # as the live call did
@@ -319,6 +394,9 @@ class Conversation(BaseModel):
             )
         self.compactions += 1
         self.steps_since_compaction = 0
+        # Whatever the compaction kept now follows a summary, not the history its thinking
+        # was produced after.
+        self.thinking_from = self.next_seq
         self._reindex()
         self._account.reset(record.tokens_after)
 
@@ -334,3 +412,17 @@ class Conversation(BaseModel):
             self._round_entries.append(RoundEntry(message, estimate_message_tokens(message)))
         self._tool_ids = {use.id for entry in self._entries for use in entry.step.tool_uses}
         self._revision += 1
+        self._pinned = None
+        self._composed_layout = None
+        if self.rounds:
+            for step in self.rounds[-1].steps:
+                self._pin(step)
+
+    def _pin(self, step: Step) -> None:
+        if (
+            self._pinned is None
+            and step.layout is not None
+            and step.has_thinking
+            and step.seq >= self.thinking_from
+        ):
+            self._pinned = step.layout

@@ -23,13 +23,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton.context._assembly import Builder, Lead, add_rounds_from
-from baton.context._strategy_base import StrategyBase
+from baton.context._strategy_base import StrategyBase, recent_start
 from baton.context.caching import Anchor
 from baton.context.conversation import Conversation
 from baton.context.fallback import Extraction, step_texts
 from baton.context.ledger import KeyFactLedger
 from baton.context.records import Compaction
-from baton.context.steps import Step, render_user
+from baton.context.steps import Step, StepLayout, render_user
 from baton.context.strategy import Summarizer
 from baton.errors import UsageError
 
@@ -153,11 +153,11 @@ class _Folding:
         self.rounds_done = max(self.rounds_done, finished)
 
 
-def state_json(state: WorkingState, ledger: KeyFactLedger) -> str:
-    """The state, with the ledger merged in, as compact JSON."""
+def state_json(state: WorkingState, ledger: KeyFactLedger, *, facts: int | None = None) -> str:
+    """The state, with the ledger (its first `facts` facts) merged in, as compact JSON."""
     data = state.model_dump(mode="json", exclude_defaults=True)
     data["kind"] = state.kind
-    ledger.merge_into(data)
+    ledger.merge_into(data, limit=facts)
     return json.dumps(data, ensure_ascii=False)
 
 
@@ -197,18 +197,33 @@ class ExtractStateStrategy(StrategyBase):
         self._rendered = None
 
     def _advance(self, conversation: Conversation) -> None:
-        entries = conversation.entries
-        keep = self.budget.keep_recent_steps
-        if len(entries) - self._folding.upto > keep + self.stride - 1:
-            self._folding.fold(conversation, len(entries) - keep)
+        natural = recent_start(len(conversation.entries), self.budget, self.stride)
+        target = self._start_for(conversation, natural)
+        if target < self._folding.upto:
+            self._reset(conversation)  # a replayed pin earlier than the live fold
+        if target > self._folding.upto:
+            self._folding.fold(conversation, target)
+
+    def _first_whole(self) -> int:
+        return self._folding.upto
+
+    def _facts_shown(self, conversation: Conversation) -> int:
+        # The state carries the ledger; a round pinned by thinking keeps the facts it showed.
+        pinned = conversation.pinned_layout
+        return len(conversation.ledger) if pinned is None else pinned.facts
+
+    def _layout(self, conversation: Conversation) -> StepLayout:
+        layout = super()._layout(conversation)
+        return layout.model_copy(update={"facts": self._facts_shown(conversation)})
 
     def _lead(self, conversation: Conversation) -> Lead:
         folding = self._folding
-        key = (folding.upto, folding.rounds_done, len(conversation.ledger))
+        facts = self._facts_shown(conversation)
+        key = (folding.upto, folding.rounds_done, facts)
         if self._rendered is None or self._rendered[0] != key:
-            empty = folding.state.is_empty and not len(conversation.ledger)
-            lead = Lead() if empty else _state_lead(state_json(folding.state, conversation.ledger))
-            self._rendered = (key, lead)
+            empty = folding.state.is_empty and not facts
+            text = state_json(folding.state, conversation.ledger, facts=facts)
+            self._rendered = (key, Lead() if empty else _state_lead(text))
         return self._rendered[1]
 
     def _body(self, conversation: Conversation, builder: Builder) -> list[Anchor | None]:

@@ -63,13 +63,17 @@ class KeyFactLedger:
         """Every registered id."""
         return [f.value for f in self._facts.values() if f.kind == "id"]
 
-    def merge_into(self, summary: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    def merge_into(
+        self, summary: MutableMapping[str, Any], *, limit: int | None = None
+    ) -> MutableMapping[str, Any]:
         """Add each fact the summary lacks: paths to `key_paths`, ids to `key_ids`.
 
         A fact counts as present when its exact value already appears there; otherwise it is
-        added under its label (or its value), never overwriting what the model wrote.
+        added under its label (or its value), never overwriting what the model wrote. With
+        `limit`, only the first `limit` facts registered are merged.
         """
-        for fact in self._facts.values():
+        facts = list(self._facts.values())
+        for fact in facts if limit is None else facts[:limit]:
             section = "key_paths" if fact.kind == "path" else "key_ids"
             target = summary.get(section)
             if not isinstance(target, MutableMapping):

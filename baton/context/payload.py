@@ -36,7 +36,18 @@ class ToolResultBlock(TypedDict):
     cache_control: NotRequired[CacheControl]
 
 
-ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock
+class ThinkingBlock(TypedDict):
+    type: Literal["thinking"]
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingBlock(TypedDict):
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock
 
 
 class Message(TypedDict):
@@ -61,6 +72,9 @@ class Payload(TypedDict):
     tools: NotRequired[list[ToolSpec]]
     metadata: NotRequired[dict[str, Any]]
     stop_sequences: NotRequired[list[str]]
+    thinking: NotRequired[dict[str, Any]]
+    output_config: NotRequired[dict[str, Any]]
+    tool_choice: NotRequired[dict[str, Any]]
 
 
 EPHEMERAL: CacheControl = {"type": "ephemeral"}

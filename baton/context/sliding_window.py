@@ -101,9 +101,16 @@ class SlidingWindowStrategy(StrategyBase):
             cost += sum(rounds[r].tokens for r in range(shown_from))
         return start, cost
 
+    def _first_whole(self) -> int:
+        return self._start
+
     def _body(self, conversation: Conversation, builder: Builder) -> list[Anchor | None]:
         budget = self._history_budget(conversation)
-        if self.refill >= 1:
+        if conversation.pinned_layout is not None:
+            # Thinking in the open round: the window stays where its first thinking step saw
+            # it, so the blocks go back behind the prefix they were produced after.
+            self._start = self._start_for(conversation, self._start)
+        elif self.refill >= 1:
             # Greedy on every turn, as seed 004 A says: the window follows the budget both
             # ways (a calibration that lowers the estimates lets older steps back in).
             self._start, self._start_cost = self._fill(conversation, budget)

@@ -8,12 +8,13 @@ the only shape the Messages API accepts.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from baton.context.payload import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from baton.context.payload import ContentBlock, Message, TextBlock, ToolResultBlock
 from baton.context.usage import Usage
 from baton.errors import UsageError
 
@@ -54,7 +55,47 @@ class ToolResultContent(_Block):
         return "\n".join(block.text for block in self.content)
 
 
-AssistantContent = Annotated[TextContent | ToolUseContent, Field(discriminator="type")]
+class ThinkingContent(BaseModel):
+    """A thinking block, kept exactly as the API returned it (its text may be empty)."""
+
+    # Unknown fields are kept too: the block goes back to the API as it came.
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingContent(BaseModel):
+    """A redacted thinking block: opaque `data`, kept exactly as the API returned it."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+AnyThinking = ThinkingContent | RedactedThinkingContent
+AssistantContent = Annotated[
+    TextContent | ToolUseContent | ThinkingContent | RedactedThinkingContent,
+    Field(discriminator="type"),
+]
+
+
+class StepLayout(BaseModel):
+    """How the request a step answers laid out the history before the current round.
+
+    A strategy decides it per request; while a round carries thinking blocks every later
+    request of the round reuses the layout of its first thinking step, so the blocks are sent
+    back behind the same prefix they were produced after (docs/models.md, "Thinking").
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    first_whole: int = Field(
+        ge=0, description="seq of the oldest step shown whole (or folded up to)"
+    )
+    facts: int = Field(0, ge=0, description="key facts of the ledger the request showed")
 
 
 class Step(BaseModel):
@@ -71,6 +112,7 @@ class Step(BaseModel):
     # estimator with it against `usage`; a replay must too, or a resumed conversation sizes
     # itself differently and compacts at other points than the uninterrupted one would.
     sent_estimate: int | None = Field(None, ge=0)
+    layout: StepLayout | None = None
 
     @property
     def tool_uses(self) -> list[ToolUseContent]:
@@ -86,6 +128,11 @@ class Step(BaseModel):
     def text(self) -> str:
         """The assistant's text in this step (empty when it only called tools)."""
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    @property
+    def has_thinking(self) -> bool:
+        """Whether the model's answer carried thinking or redacted-thinking blocks."""
+        return any(isinstance(block, AnyThinking) for block in self.content)
 
 
 class Round(BaseModel):
@@ -126,6 +173,7 @@ def build_step(
     stop_reason: str | None = None,
     *,
     sent_estimate: int | None = None,
+    layout: StepLayout | None = None,
 ) -> Step:
     """Validate a model answer and its tool results into a `Step`.
 
@@ -148,6 +196,7 @@ def build_step(
                 "usage": usage,
                 "stop_reason": stop_reason,
                 "sent_estimate": sent_estimate,
+                "layout": layout,
             }
         )
     except ValidationError as exc:
@@ -178,19 +227,43 @@ def render_user(text: str) -> Message:
     return {"role": "user", "content": [render_text(text)]}
 
 
-def render_assistant(step: Step) -> Message | None:
-    """The step's assistant message, or None when the model returned no block at all."""
-    blocks: list[TextBlock | ToolUseBlock] = []
+def render_assistant(step: Step, *, thinking: bool = False) -> Message | None:
+    """The step's assistant message, or None when it would hold no block.
+
+    With `thinking`, its thinking blocks go back exactly as received, in their places;
+    without, they are left out (what an older turn may do)."""
+    blocks: list[ContentBlock] = []
     for block in step.content:
         if isinstance(block, TextContent):
             blocks.append(render_text(block.text))
-        else:
+        elif isinstance(block, ToolUseContent):
             blocks.append(
                 {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
             )
+        elif thinking:
+            blocks.append(block.model_dump())  # type: ignore[arg-type]
     if not blocks:
         return None
-    return {"role": "assistant", "content": list(blocks)}
+    return {"role": "assistant", "content": blocks}
+
+
+def render_transcript(step: Step) -> Message:
+    """The step retold as user text: its text, its tool calls and their results.
+
+    A step whose thinking a compaction invalidated cannot go back as an assistant message
+    in its own tool loop (its thinking would be refused, and without it the loop is refused),
+    so it is shown as a record of what was done (docs/models.md, "Thinking")."""
+    lines = [f"[step {step.seq}, kept through a compaction]"]
+    if step.text.strip():
+        lines.append(f"You wrote: {step.text}")
+    results = {result.tool_use_id: result for result in step.results}
+    for use in step.tool_uses:
+        lines.append(f"You called {use.name} with {json.dumps(use.input, ensure_ascii=False)}")
+        result = results.get(use.id)
+        if result is not None:
+            label = "It failed" if result.is_error else "It returned"
+            lines.append(f"{label}: {result.text}")
+    return render_user("\n".join(lines))
 
 
 def render_result(result: ToolResultContent) -> ToolResultBlock:

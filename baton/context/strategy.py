@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, Protocol, Self, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, Self, runtime_checkable
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -33,19 +33,39 @@ Summarizer = Callable[[Payload], Awaitable[str]]
 
 SystemPrompt = str | Sequence[TextBlock] | None
 
-SEED_BUDGETS: dict[str, dict[str, int]] = {
-    "init": {"context_window": 200_000, "compact_threshold": 150_000, "keep_recent_steps": 3},
+Thinking = Literal["adaptive", "off"] | Annotated[int, Field(ge=1024)]
+"""`adaptive` (the model decides how much), `off`, or a manual budget of thinking tokens
+(only models before the 4.7 generation take one; docs/models.md)."""
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+
+
+def check_thinking(thinking: Thinking, max_output_tokens: int) -> None:
+    """ValueError when a manual thinking budget leaves no room for the answer."""
+    if isinstance(thinking, int) and thinking >= max_output_tokens:
+        raise ValueError(
+            f"thinking budget ({thinking}) must be below max_output_tokens ({max_output_tokens})"
+        )
+
+
+DEFAULT_BUDGETS: dict[str, dict[str, int]] = {
+    "init": {"context_window": 1_000_000, "compact_threshold": 150_000, "keep_recent_steps": 3},
     "execute": {"context_window": 1_000_000, "compact_threshold": 700_000, "keep_recent_steps": 5},
-    "scheduler": {"context_window": 200_000, "compact_threshold": 150_000, "keep_recent_steps": 3},
+    "scheduler": {
+        "context_window": 1_000_000,
+        "compact_threshold": 150_000,
+        "keep_recent_steps": 3,
+    },
 }
-"""Seed 000's table (and the Scheduler's row from DESIGN §7)."""
+"""The built-in agents' budgets. The thresholds are absolute: they bound what a turn costs
+and how far a model reads into a long context, not what the window can hold
+(docs/models.md, "Budgets")."""
 
 
 class ContextBudget(BaseModel):
     """How much context an agent may use and how it compacts (field names match the config).
 
     Build it from an actor's config with `ContextBudget.model_validate(agent_config,
-    from_attributes=True)`, or from seed 000's table with `ContextBudget.for_agent("init")`.
+    from_attributes=True)`, or a built-in agent's with `ContextBudget.for_agent("init")`.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore", from_attributes=True)
@@ -62,6 +82,8 @@ class ContextBudget(BaseModel):
     )
     truncate_over_chars: int = Field(TRUNCATE_OVER_CHARS, ge=1)
     truncate_keep_chars: int = Field(TRUNCATE_KEEP_CHARS, ge=0)
+    thinking: Thinking = "off"
+    effort: Effort | None = None
 
     @model_validator(mode="after")
     def _threshold_inside_window(self) -> Self:
@@ -70,12 +92,36 @@ class ContextBudget(BaseModel):
                 f"compact_threshold ({self.compact_threshold}) must be below context_window "
                 f"({self.context_window})"
             )
+        check_thinking(self.thinking, self.max_output_tokens)
         return self
+
+    @property
+    def thinking_param(self) -> dict[str, Any] | None:
+        """The request's `thinking` field for this setting (None for `off`: send none)."""
+        if self.thinking == "adaptive":
+            return {"type": "adaptive"}
+        if isinstance(self.thinking, int):
+            return {"type": "enabled", "budget_tokens": self.thinking}
+        return None
+
+    @property
+    def output_config(self) -> dict[str, Any] | None:
+        """The request's `output_config` field (the effort level), if one is set."""
+        return None if self.effort is None else {"effort": self.effort}
+
+    @property
+    def summary_request_tokens(self) -> int:
+        """`max_tokens` of a compaction request: the summary, plus room to think first."""
+        if self.thinking == "off":
+            return self.summary_max_tokens
+        room = self.thinking if isinstance(self.thinking, int) else self.max_output_tokens
+        return self.summary_max_tokens + room
 
     @classmethod
     def for_agent(cls, agent: str, **overrides: object) -> ContextBudget:
-        """Seed 000's budget for `init`, `execute` or `scheduler` (others get init's)."""
-        return cls.model_validate({**SEED_BUDGETS.get(agent, SEED_BUDGETS["init"]), **overrides})
+        """The budget of `init`, `execute` or `scheduler` (others get init's)."""
+        budgets = DEFAULT_BUDGETS
+        return cls.model_validate({**budgets.get(agent, budgets["init"]), **overrides})
 
     @property
     def target_tokens(self) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from baton.context._assembly import Builder, add_entry
-from baton.context._strategy_base import StrategyBase
+from baton.context._strategy_base import StrategyBase, recent_start
 from baton.context.caching import Anchor
 from baton.context.conversation import Conversation
 from baton.context.events import CompactionMode
@@ -55,11 +55,15 @@ class SummarizeStrategy(StrategyBase):
         self._history_rounds = 0
         self._fold_cursor = 0
 
+    def _first_whole(self) -> int:
+        return self._boundary
+
     def _advance(self, conversation: Conversation) -> None:
         entries = conversation.entries
-        keep = self.budget.keep_recent_steps
-        if len(entries) - self._boundary > keep + self.stride - 1:
-            self._boundary = len(entries) - keep
+        target = self._start_for(conversation, recent_start(len(entries), self.budget, self.stride))
+        if target < self._boundary:
+            self._reset(conversation)  # a replayed pin earlier than the live boundary
+        self._boundary = max(self._boundary, target)
         if self._boundary >= len(entries):
             return
         first_recent_round = entries[self._boundary].round_index
@@ -88,7 +92,7 @@ class SummarizeStrategy(StrategyBase):
         for r in range(first, len(rounds)):
             builder.add(rounds[r].message, rounds[r].tokens)
             while i < len(entries) and entries[i].round_index == r:
-                add_entry(builder, entries[i])
+                add_entry(builder, conversation, entries[i])
                 i += 1
         return [history_end]
 

@@ -26,6 +26,8 @@ REQUEST_FIELDS = frozenset(
 )  # fmt: skip
 # Sampling parameters are refused with a 400 since 2026-10-21, even at their default values.
 SAMPLING_PARAMETERS = frozenset({"temperature", "top_p", "top_k"})
+THINKING_BLOCK_TYPES = frozenset({"thinking", "redacted_thinking"})
+"""Blocks a thinking model returns; sent back unchanged, in assistant messages only."""
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 _TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 _ROLES = ("user", "assistant")
@@ -271,6 +273,8 @@ def _check_blocks(
                 problems.append(f"{at}.name: Field required")
             if not isinstance(block.get("input"), Mapping):
                 problems.append(f"{at}.input: Input should be a valid dictionary")
+        elif kind in THINKING_BLOCK_TYPES:
+            _check_thinking_block(block, at=at, role=role, problems=problems)
         elif kind == "tool_result":
             _check_tool_result(
                 block,
@@ -285,6 +289,19 @@ def _check_blocks(
             problems.append(f"{at}.type: unsupported content block type {kind!r}")
             results_done = True
     return answered
+
+
+def _check_thinking_block(
+    block: Mapping[str, Any], *, at: str, role: str, problems: list[str]
+) -> None:
+    if role != "assistant":
+        problems.append(f"{at}: {block['type']} blocks may only appear in assistant messages")
+    fields = ("thinking", "signature") if block["type"] == "thinking" else ("data",)
+    for name in fields:
+        if not isinstance(block.get(name), str):
+            problems.append(f"{at}.{name}: Field required")
+    if block.get("cache_control") is not None:
+        problems.append(f"{at}.cache_control: thinking blocks cannot be cached directly")
 
 
 def _check_tool_result(

@@ -144,6 +144,8 @@ async def _start(
         file=out,
         flush=True,
     )
+    for warning in pipeline.warnings:
+        sys.stderr.write(f"baton: warning: {warning}\n")
     if options.submit is not None:
         start = StartScenario(
             scenario=options.submit,

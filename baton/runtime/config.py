@@ -2,7 +2,7 @@
 
 Unknown keys are errors that name the key (a typo must not silently fall back to a default).
 An environment variable `BATON_<SECTION>__<KEY>` overrides one value, e.g.
-`BATON_ACTORS__EXECUTE__MODEL=claude-sonnet-4-5` or `BATON_RUNTIME__MAILBOX=memory`.
+`BATON_ACTORS__EXECUTE__MODEL=claude-opus-5-5` or `BATON_RUNTIME__MAILBOX=memory`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from baton.actors.agent_config import AgentConfig
+from baton.context.model_rules import CURRENT_MODELS
+from baton.context.strategy import DEFAULT_BUDGETS
 from baton.errors import ConfigError
 
 CONFIG_FILE = "baton.toml"
@@ -99,23 +101,18 @@ class LogsConfig(_Strict):
 
 
 DEFAULT_AGENTS: dict[str, dict[str, Any]] = {
-    "init": {
-        "model": "claude-opus-4-5",
-        "context_window": 200_000,
-        "compact_threshold": 150_000,
-        "keep_recent_steps": 3,
-    },
+    # Opus always thinks; Execute thinks when it judges a step worth it; the Scheduler's
+    # one-line task summaries need none (docs/models.md).
+    "init": {"model": CURRENT_MODELS["opus"], "thinking": "adaptive", **DEFAULT_BUDGETS["init"]},
     "execute": {
-        "model": "claude-sonnet-4-5",
-        "context_window": 1_000_000,
-        "compact_threshold": 700_000,
-        "keep_recent_steps": 5,
+        "model": CURRENT_MODELS["sonnet"],
+        "thinking": "adaptive",
+        **DEFAULT_BUDGETS["execute"],
     },
     "scheduler": {
-        "model": "claude-haiku-4-5",
-        "context_window": 200_000,
-        "compact_threshold": 150_000,
-        "keep_recent_steps": 3,
+        "model": CURRENT_MODELS["haiku"],
+        "thinking": "off",
+        **DEFAULT_BUDGETS["scheduler"],
     },
 }
 

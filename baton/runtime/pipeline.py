@@ -22,6 +22,7 @@ from baton.actors.agent_config import AgentConfig
 from baton.actors.journal import FileJournalStore, JournalStore
 from baton.actors.messages import ScenarioState
 from baton.actors.model import Model
+from baton.actors.model_check import AgentModel, check_agent_models
 from baton.actors.offline_model import OfflineModel
 from baton.actors.roles import EXECUTE, INIT, SCHEDULER, ExecuteActor, InitActor, agent_setup
 from baton.actors.scheduler import SchedulerActor
@@ -56,6 +57,7 @@ class Pipeline:
     mode: str
     models: dict[str, Model] = field(default_factory=dict)
     offline: OfflineModel | None = None
+    warnings: list[str] = field(default_factory=list)
     _next_end: anyio.Event = field(default_factory=anyio.Event)
 
     def next_scenario_end(self) -> anyio.Event:
@@ -138,15 +140,22 @@ async def open_pipeline(
             pipeline.models[config.model] = created
             return created
 
+        agents = [
+            AgentModel(role, config, await model_for(config))
+            for role in roles
+            for config in [runtime.config.agent(role)]
+        ]
+        # Before any agent starts: a retired model stops the process here, with one line.
+        pipeline.warnings = await check_agent_models(agents)
         spawned: list[str] = []
         try:
-            for role in roles:
-                config = runtime.config.agent(role)
+            for role, agent in zip(roles, agents, strict=True):
+                config = agent.config
                 setup = agent_setup(
                     role,
                     config,
                     workspace=workspace,
-                    model=await model_for(config),
+                    model=agent.model,
                     journal=journal,
                     token_log=runtime.token_log,
                     context_reporter=runtime.context_providers,

@@ -35,6 +35,10 @@ class ModelCall(_Record):
     stop_reason: str | None = Field(description="why the model stopped (end_turn, tool_use, ...)")
     turn: int = Field(ge=0, description="the actor's model-call counter in this conversation")
     purpose: str = Field("turn", description="turn | compaction | task_summary")
+    thinking: str = Field(
+        "off", description="the actor's thinking setting: adaptive | off | a token budget"
+    )
+    effort: str | None = Field(None, description="the effort level sent, if any")
 
 
 class ContextCompacted(_Record):

@@ -192,7 +192,8 @@ async def test_a_mid_stream_overload_that_persists_fails_after_the_stream_retrie
 async def test_prompt_too_long_becomes_context_overflow() -> None:
     """The API's `prompt is too long: N tokens > M maximum` is ContextOverflowError(N, M)."""
     payload = ask("word " * 400)
-    async with MessagesAPIStandIn(context_window=100) as api, api.model() as model:
+    legacy = "claude-opus-4-5"  # the estimator's own tokenizer: the counts compare as they are
+    async with MessagesAPIStandIn(context_window=100) as api, api.model(legacy) as model:
         with pytest.raises(ContextOverflowError) as caught:
             await model.create(payload)
         attempts = len(api.requests_to("messages"))
@@ -203,7 +204,7 @@ async def test_prompt_too_long_becomes_context_overflow() -> None:
 async def test_an_invalid_request_is_an_invalid_request_error() -> None:
     """A payload breaking the API's rules comes back as InvalidRequestError with its reason."""
     bad: Payload = {"max_tokens": 100, "messages": [{"role": "assistant", "content": "hi"}]}
-    async with MessagesAPIStandIn() as api, api.model() as model:
+    async with MessagesAPIStandIn() as api, api.model("claude-opus-4-5") as model:
         with pytest.raises(InvalidRequestError, match="first message must use the user role"):
             await model.create(bad)
 
@@ -216,7 +217,7 @@ async def test_count_tokens_sends_only_what_the_endpoint_takes() -> None:
         "tools": [READ_TOOL],
         "stop_sequences": ["END"],
     }
-    async with MessagesAPIStandIn() as api, api.model() as model:
+    async with MessagesAPIStandIn() as api, api.model("claude-opus-4-5") as model:
         count = await model.count_tokens(payload)
         (request,) = api.requests_to("count_tokens")
     assert estimate_payload_tokens(payload) == count
@@ -238,19 +239,31 @@ async def test_limits_come_from_the_models_api_once() -> None:
     assert (first, 1) == (second, lookups)
 
 
-async def test_a_deprecated_model_is_logged_as_a_warning() -> None:
-    """A model the Models API calls deprecated gets one warning line with its retirement date."""
+async def test_limits_carry_the_lifecycle_line_and_the_capabilities() -> None:
+    """A deprecated model's limits say so, with its dates and line; the request rules take the
+    Models API's capabilities (the start check turns these into a warning)."""
     async with MessagesAPIStandIn() as api, api.model("claude-sonnet-4-5") as model:
-        with capture_logs() as logs:
-            limits = await model.limits()
-            await model.create(ask())  # and the SDK's own per-call DeprecationWarning is muted
-    warnings = [line for line in logs if line["log_level"] == "warning"]
-    assert ["model.lifecycle"] == [line["event"] for line in warnings]
-    assert ("deprecated", "2026-11-30T00:00:00+00:00") == (
-        warnings[0]["lifecycle"],
-        warnings[0]["retires_at"],
+        limits = await model.limits()
+        await model.create(ask())  # the SDK's own per-call DeprecationWarning is muted
+    assert ("deprecated", "2026-11-30", "sonnet") == (
+        limits.lifecycle,
+        f"{limits.retires_at:%Y-%m-%d}",
+        limits.line,
     )
-    assert "deprecated" == limits.lifecycle
+    assert limits.rules is not None
+    assert "enabled" in limits.rules.thinking_types
+
+
+async def test_current_models_lists_the_newest_active_model_of_each_line() -> None:
+    """`current_models()` reads the Models API list: the newest active id per line."""
+    async with MessagesAPIStandIn() as api, api.model("claude-opus-5-5") as model:
+        current = await model.current_models()
+    assert {
+        "opus": "claude-opus-5-5",
+        "sonnet": "claude-sonnet-5-5",
+        "haiku": "claude-haiku-5-5",
+        "fable": "claude-fable-5-1",
+    } == current
 
 
 async def test_limits_fall_back_to_config_and_look_again_later() -> None:
@@ -288,14 +301,22 @@ async def test_limits_fall_back_to_config_and_look_again_later() -> None:
     )
 
 
-async def test_an_unknown_model_falls_back_to_config() -> None:
-    """A model id the Models API does not know (404) yields the configured values."""
+async def test_an_unknown_model_is_known_to_be_unavailable() -> None:
+    """A model id the Models API answers 404 for keeps the configured window and is marked
+    unavailable, once: the answer is cached, not asked again."""
     async with (
         MessagesAPIStandIn() as api,
         api.model("claude-next", context_window=123_000) as model,
     ):
         limits = await model.limits()
-    assert (123_000, "config", None) == (limits.context_window, limits.source, limits.lifecycle)
+        await model.limits()
+        lookups = len(api.requests_to("models"))
+    assert (123_000, "models_api", False, 1) == (
+        limits.context_window,
+        limits.source,
+        limits.available,
+        lookups,
+    )
 
 
 async def test_the_environment_supplies_key_and_base_url(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,7 +64,8 @@ def tool_step(
 
 def assert_valid(payload: Payload) -> None:
     """The payload passes the Messages API checker (strict alternation, no model)."""
-    assert [] == validate_request(payload, require_model=False, strict_alternation=True)
+    problems = validate_request(payload, require_model=False, strict_alternation=True)
+    assert [] == problems, (problems, payload["messages"])
 
 
 def summary_text(schema: type[SummaryBase], **extra: Any) -> str:

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from baton.context.conversation import Conversation
 from baton.context.payload import Payload
 from baton.context.registry import make_strategy
+from baton.context.steps import ThinkingContent
 from baton.context.strategy import ContextBudget
 from baton.context.summaries import SUMMARY_SCHEMAS
 from baton.context.tokens import estimate_payload_tokens
@@ -36,8 +37,9 @@ ACTION = st.one_of(
         TEXTS,
         st.lists(st.integers(0, 12_000), min_size=3, max_size=3),
         st.booleans(),
+        st.booleans(),
     ),
-    st.tuples(st.just("step"), st.just(0), TEXTS, st.just([0, 0, 0]), st.booleans()),
+    st.tuples(st.just("step"), st.just(0), TEXTS, st.just([0, 0, 0]), st.booleans(), st.booleans()),
     st.tuples(st.just("compact"), st.sampled_from(["valid", "invalid", "raise", "hang"])),
 )
 
@@ -55,6 +57,41 @@ def _summarizer(kind: str, schema_name: str, seen: list[Payload]) -> Any:
         return summary_text(SUMMARY_SCHEMAS[schema_name], analysis_conclusions=["x"])
 
     return summarize
+
+
+def assert_thinking_goes_back(conversation: Conversation, payload: Payload) -> None:
+    """A tool loop continues with the last answer as received, thinking first; thinking
+    shows only for steps of the open round made since the last compaction."""
+    last = conversation.last_step
+    shown = [
+        block["signature"]
+        for message in payload["messages"]
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "thinking"
+    ]
+    live = [
+        block.signature
+        for entry in conversation.entries
+        if entry.round_index == len(conversation.rounds) - 1
+        and entry.step.seq >= conversation.thinking_from
+        for block in entry.step.content
+        if isinstance(block, ThinkingContent)
+    ]
+    assert set(shown) <= set(live)
+    entries = conversation.entries
+    in_open_round = bool(entries) and entries[-1].round_index == len(conversation.rounds) - 1
+    if (
+        last is not None
+        and in_open_round
+        and last.has_tool_use
+        and last.seq >= conversation.thinking_from
+    ):
+        sent = payload["messages"][-2]["content"]
+        expected = [block.model_dump() for block in last.content]
+        bare = [{k: v for k, v in b.items() if k != "cache_control"} for b in sent]
+        # The tail: a step after an answer that ended its round (which the agent loop never
+        # makes) merges into that answer's message.
+        assert expected == bare[-len(expected) :]
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -113,8 +150,13 @@ def test_every_composed_payload_is_a_valid_request(
             if action[0] == "round":
                 records.append(conversation.start_round("需求 " + "x" * action[1]))
             elif action[0] == "step":
-                _, tools, text, sizes, cjk = action
+                _, tools, text, sizes, cjk, thinks = action
                 content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+                if thinks:  # as a thinking model answers: its blocks first, text may be empty
+                    counter += 1
+                    content.insert(
+                        0, {"type": "thinking", "thinking": "", "signature": f"s{counter}"}
+                    )
                 results = []
                 for t in range(tools):
                     counter += 1
@@ -142,6 +184,7 @@ def test_every_composed_payload_is_a_valid_request(
                 payload = strategy.compose_payload(system, tool_specs, conversation)
                 assert_valid(payload)
                 assert estimate_payload_tokens(payload) == conversation.account._sent_raw
+                assert_thinking_goes_back(conversation, payload)
         for payload in seen:
             assert_valid(payload)
             assert "temperature" not in payload

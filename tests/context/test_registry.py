@@ -47,12 +47,13 @@ def test_budget_reads_an_actor_config() -> None:
         {"actors": {"init": {"summary_role": "system", "summary_timeout_s": 30}}}
     ).agent("init")
     budget = ContextBudget.model_validate(config, from_attributes=True)
-    assert (200_000, 150_000, 3, "system", 30.0) == (
+    assert (1_000_000, 150_000, 3, "system", 30.0, "adaptive") == (
         budget.context_window,
         budget.compact_threshold,
         budget.keep_recent_steps,
         budget.summary_role,
         budget.summary_timeout_s,
+        budget.thinking,
     )
 
 

@@ -54,13 +54,15 @@ def _long_round(conversation: Conversation, steps: int, result_chars: int = 200)
 @pytest.mark.parametrize(
     ("agent", "window", "threshold", "keep"),
     [
-        ("init", 200_000, 150_000, 3),
+        ("init", 1_000_000, 150_000, 3),
         ("execute", 1_000_000, 700_000, 5),
-        ("scheduler", 200_000, 150_000, 3),
+        ("scheduler", 1_000_000, 150_000, 3),
     ],
 )
-def test_budgets_follow_seed_000_table(agent: str, window: int, threshold: int, keep: int) -> None:
-    """Window, compaction threshold and N per agent are seed 000's (Scheduler: DESIGN §7)."""
+def test_budgets_follow_the_default_table(
+    agent: str, window: int, threshold: int, keep: int
+) -> None:
+    """Every agent has a 1M window; the thresholds stay absolute (150K, 700K, 150K)."""
     budget = ContextBudget.for_agent(agent)
     assert (window, threshold, keep) == (
         budget.context_window,

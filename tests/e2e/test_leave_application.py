@@ -24,6 +24,7 @@ from baton.context.validation import validate_request
 from baton.runtime.pipeline import open_pipeline
 from baton.runtime.token_log import TOKEN_LOG
 from baton.testing import MessagesAPIStandIn
+from tests.tool_loop import continuations
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "leave_application"
@@ -130,6 +131,19 @@ async def test_max_iterations_reached_ends_failed_with_the_report(tmp_path: Path
     assert (ws / report).is_file()
 
 
+# A model that counts tokens as baton's estimator does and thinks only when asked: the run
+# over HTTP is then the offline run, call for call.
+LIKE_OFFLINE = "".join(
+    f'[actors.{actor}]\nmodel = "claude-opus-4-5"\nthinking = "off"\n'
+    for actor in ("init", "execute", "scheduler")
+)
+
+
+def output_files(ws: Path) -> dict[Path, bytes]:
+    outputs = ws / "scenarios" / NAME / "execution_outputs"
+    return {p.relative_to(ws): p.read_bytes() for p in sorted(outputs.rglob("*.json"))}
+
+
 async def test_the_same_run_over_http_through_the_real_sdk_is_identical(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +152,7 @@ async def test_the_same_run_over_http_through_the_real_sdk_is_identical(
     offline_ws = workspace(tmp_path / "offline")
     await run_to_end(offline_ws, environ={})
     online_ws = workspace(tmp_path / "online")
+    (online_ws / "baton.toml").write_text(LIKE_OFFLINE, encoding="utf-8")
     async with MessagesAPIStandIn(model=OfflineModel(online_ws)) as api:
         for key, value in api.env().items():
             monkeypatch.setenv(key, value)
@@ -158,10 +173,32 @@ async def test_the_same_run_over_http_through_the_real_sdk_is_identical(
         return by_actor
 
     assert calls(offline_ws) == calls(online_ws)
-    outputs = Path("scenarios") / NAME / "execution_outputs"
-    offline_files = sorted(
-        p.relative_to(offline_ws) for p in (offline_ws / outputs).rglob("*.json")
-    )
-    online_files = sorted(p.relative_to(online_ws) for p in (online_ws / outputs).rglob("*.json"))
-    assert offline_files == online_files
-    assert all((offline_ws / p).read_bytes() == (online_ws / p).read_bytes() for p in offline_files)
+    assert output_files(offline_ws) == output_files(online_ws)
+
+
+async def test_the_run_on_the_current_models_with_thinking_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the defaults (Opus 5.5 thinking always, Sonnet 5.5 adaptive, Haiku 5.5 off) the
+    stand-in adds thinking blocks, counts with the new tokenizer and checks every rule: the
+    scenario still completes, no request is refused, the tool loops send thinking back, and
+    the artifacts are the offline run's."""
+    offline_ws = workspace(tmp_path / "offline")
+    await run_to_end(offline_ws, environ={})
+    online_ws = workspace(tmp_path / "online")
+    async with MessagesAPIStandIn(model=OfflineModel(online_ws), redacted_thinking_every=5) as api:
+        for key, value in api.env().items():
+            monkeypatch.setenv(key, value)
+        state, _ = await run_to_end(online_ws, environ=api.env())
+        requests = api.requests_to("messages")
+    assert ("completed", 2) == (state.phase, state.iteration)
+    assert {200} == {r.status for r in requests}
+    assert {"claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5"} == {
+        r.body["model"] for r in requests
+    }
+    sent_back = continuations(requests)
+    assert sent_back
+    assert all(content[0]["type"] == "thinking" for content in sent_back)
+    lines = token_lines(online_ws)
+    assert {"init", "execute"} <= {e["actor"] for e in lines if e["event"] == "context.compacted"}
+    assert output_files(offline_ws) == output_files(online_ws)

@@ -1,4 +1,4 @@
-"""baton.toml: seed-000 defaults, overrides, env overrides, and errors that name the key."""
+"""baton.toml: the default agents, overrides, env overrides, and errors that name the key."""
 
 from __future__ import annotations
 
@@ -15,18 +15,52 @@ class Idle(Actor):
     pass
 
 
-def test_defaults_are_seed_000s_table() -> None:
-    """With no file, init/execute/scheduler get seed 000's model, window, threshold and N."""
+def test_defaults_are_the_current_models_with_absolute_thresholds() -> None:
+    """With no file, the agents run the current 5.5 models in 1M windows, compacting at 150K
+    (init, scheduler) and 700K (execute); Init and Execute think adaptively."""
     config = load_config(None, environ={})
     table = {
-        name: (a.model, a.context_window, a.compact_threshold, a.keep_recent_steps, a.strategy)
+        name: (
+            a.model,
+            a.context_window,
+            a.compact_threshold,
+            a.keep_recent_steps,
+            a.strategy,
+            a.thinking,
+        )
         for name, a in config.actors.items()
     }
     assert {
-        "init": ("claude-opus-4-5", 200_000, 150_000, 3, "summarize"),
-        "execute": ("claude-sonnet-4-5", 1_000_000, 700_000, 5, "summarize"),
-        "scheduler": ("claude-haiku-4-5", 200_000, 150_000, 3, "summarize"),
+        "init": ("claude-opus-5-5", 1_000_000, 150_000, 3, "summarize", "adaptive"),
+        "execute": ("claude-sonnet-5-5", 1_000_000, 700_000, 5, "summarize", "adaptive"),
+        "scheduler": ("claude-haiku-5-5", 1_000_000, 150_000, 3, "summarize", "off"),
     } == table
+
+
+@pytest.mark.parametrize(
+    ("toml", "named"),
+    [
+        ("[actors.init]\nthinking = 'sometimes'\n", "actors.init.thinking"),
+        ("[actors.init]\nthinking = 512\n", "actors.init.thinking"),
+        ("[actors.init]\neffort = 'extreme'\n", "actors.init.effort"),
+        ("[actors.init]\nthinking = 20000\nmax_output_tokens = 16000\n", "thinking budget"),
+    ],
+)
+def test_a_bad_thinking_setting_is_refused_naming_it(tmp_path: Path, toml: str, named: str) -> None:
+    """thinking takes adaptive, off or a budget of at least 1024 below max_output_tokens;
+    effort takes the API's levels."""
+    (tmp_path / "baton.toml").write_text(toml)
+    with pytest.raises(ConfigError, match=named):
+        load_config(tmp_path, environ={})
+
+
+def test_a_thinking_budget_is_a_number_of_tokens(tmp_path: Path) -> None:
+    """thinking = 8000 (for a model that takes manual budgets) is kept as a number."""
+    (tmp_path / "baton.toml").write_text(
+        '[actors.init]\nmodel = "claude-opus-4-5"\nthinking = 8000\neffort = "high"\n'
+    )
+    init = load_config(tmp_path, environ={}).agent("init")
+    assert (8000, "high") == (init.thinking, init.effort)
 
 
 def test_file_values_override_defaults_per_key(tmp_path: Path) -> None:
@@ -83,7 +117,7 @@ def test_bad_environment_value_names_its_source() -> None:
 def test_threshold_must_sit_below_the_window() -> None:
     """compact_threshold >= context_window is refused with both numbers."""
     with pytest.raises(ConfigError, match="compact_threshold"):
-        parse_config({"actors": {"init": {"compact_threshold": 300_000}}})
+        parse_config({"actors": {"init": {"compact_threshold": 1_000_000}}})
 
 
 def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:
