@@ -1,6 +1,5 @@
 """baton: an async actor runtime for long multi-agent Claude pipelines."""
 
-from baton.actors import Actor, ActorRef, handler
 from baton.errors import (
     ActorDeadError,
     AskTimeoutError,
@@ -11,7 +10,8 @@ from baton.errors import (
     UnknownActorError,
     UsageError,
 )
-from baton.runtime import Client, Runtime, SupervisorPolicy, connect
+from baton.runtime import Actor, ActorRef, Runtime, SupervisorPolicy, handler
+from baton.server import Client, connect
 
 __all__ = [
     "Actor",

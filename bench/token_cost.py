@@ -27,7 +27,7 @@ from baton.context.conversation import Conversation
 from baton.context.payload import Payload
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
-from baton.context.summaries import ExecuteSummary
+from baton.context.summary_format import ExecuteSummary
 from baton.context.tokens import estimate_message_tokens
 from baton.context.usage import Usage
 

@@ -1,4 +1,4 @@
-"""DESIGN §2's dependency direction: runtime → actors → context, runtime → mailboxes."""
+"""The packages' dependency direction (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,26 @@ from pathlib import Path
 import pytest
 
 BATON = Path(__file__).resolve().parent.parent / "baton"
+# The arrows point one way: server → actors → {runtime, context}; runtime → mailboxes;
+# testing sits on top of everything it fakes.
 FORBIDDEN = {
-    "context": ("baton.actors", "baton.runtime", "baton.mailboxes"),
-    "actors": ("baton.runtime",),
-    "mailboxes": ("baton.actors", "baton.runtime", "baton.context"),
+    "runtime": ("baton.actors", "baton.context", "baton.server", "baton.testing"),
+    "mailboxes": (
+        "baton.actors",
+        "baton.runtime",
+        "baton.context",
+        "baton.server",
+        "baton.testing",
+    ),
+    "context": (
+        "baton.actors",
+        "baton.runtime",
+        "baton.mailboxes",
+        "baton.server",
+        "baton.testing",
+    ),
+    "actors": ("baton.server", "baton.testing"),
+    "server": ("baton.testing",),
 }
 
 

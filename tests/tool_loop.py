@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from baton.actors.scripted_model import ScriptedResponse
-from baton.context.summaries import COMPACT_PROMPT, SUMMARY_TAG, summary_schema_for
+from baton.context.summary_format import COMPACT_PROMPT, SUMMARY_TAG, summary_schema_for
 
 FINAL_ANSWER = "All parts read."
 

@@ -1,14 +1,12 @@
-"""Actors: the `Actor` base class, `@handler`, `ActorRef`, model clients, journals and tools.
+"""The agents: the agent loop, the Init / Execute roles, the Scheduler, tools, model clients
+(`AnthropicModel` and `RedisJournalStore` load their libraries on first use), journals,
+scenarios, the pipeline and its configuration."""
 
-`AnthropicModel` and `RedisJournalStore` are imported on first use: loading the SDK costs
-about half a second and redis-py a tenth, which `import baton` should not pay when the offline
-model and local journals are all it needs.
-"""
+from typing import TYPE_CHECKING
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-from baton.actors.actor import Actor, handler
+from baton._lazy import lazy_exports
+from baton.actors.agent_config import DEFAULT_AGENTS, AgentConfig
+from baton.actors.config import BatonConfig, load_config, parse_config
 from baton.actors.journal import FileJournalStore, JournalStore, MemoryJournalStore
 from baton.actors.messages import (
     Approve,
@@ -27,7 +25,6 @@ from baton.actors.model import (
     bind_call,
     current_call,
 )
-from baton.actors.ref import ActorRef
 from baton.actors.scripted_model import OFFLINE_MODEL_NAME, Script, ScriptedModel, ScriptedResponse
 
 if TYPE_CHECKING:
@@ -35,12 +32,13 @@ if TYPE_CHECKING:
     from baton.actors.redis_journal import RedisJournalStore
 
 __all__ = [
+    "DEFAULT_AGENTS",
     "OFFLINE_MODEL_NAME",
-    "Actor",
-    "ActorRef",
+    "AgentConfig",
     "AnthropicModel",
     "Approve",
     "Backoff",
+    "BatonConfig",
     "CallContext",
     "FileJournalStore",
     "JournalStore",
@@ -60,13 +58,16 @@ __all__ = [
     "TokenCounter",
     "bind_call",
     "current_call",
-    "handler",
+    "load_config",
+    "parse_config",
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("AnthropicModel", "Backoff"):
-        return getattr(importlib.import_module("baton.actors.anthropic_model"), name)
-    if name == "RedisJournalStore":
-        return importlib.import_module("baton.actors.redis_journal").RedisJournalStore
-    raise AttributeError(f"module 'baton.actors' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "AnthropicModel": "baton.actors.anthropic_model",
+        "Backoff": "baton.actors.anthropic_model",
+        "RedisJournalStore": "baton.actors.redis_journal",
+    },
+)

@@ -23,7 +23,6 @@ import structlog
 from pydantic import BaseModel, ConfigDict
 
 from baton.actors._agent_state import ConversationState, load_state
-from baton.actors.actor import Actor, handler
 from baton.actors.agent_config import AgentConfig, ContextReporter, TokenSink
 from baton.actors.journal import JournalStore
 from baton.actors.messages import Dispatch, HandoffDelivered, Prompt, RoundEnded
@@ -42,9 +41,10 @@ from baton.context.records import (
 )
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
-from baton.context.summaries import summary_schema_for
+from baton.context.summary_format import summary_schema_for
 from baton.context.tokens import estimate_json_tokens
 from baton.errors import ContextOverflowError
+from baton.runtime.actor import Actor, handler
 
 log = structlog.get_logger(__name__)
 

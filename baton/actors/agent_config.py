@@ -11,7 +11,8 @@ from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from baton.context.strategy import Effort, Thinking, check_thinking
+from baton.context.model_rules import CURRENT_MODELS
+from baton.context.strategy import DEFAULT_BUDGETS, Effort, Thinking, check_thinking
 
 StrategyName = Literal["summarize", "sliding_window", "extract_state"]
 
@@ -66,3 +67,21 @@ class AgentConfig(BaseModel):
             )
         check_thinking(self.thinking, self.max_output_tokens)
         return self
+
+
+DEFAULT_AGENTS: dict[str, dict[str, Any]] = {
+    # Opus always thinks; Execute thinks when it judges a step worth it; the Scheduler's
+    # one-line task summaries need none (docs/models.md).
+    "init": {"model": CURRENT_MODELS["opus"], "thinking": "adaptive", **DEFAULT_BUDGETS["init"]},
+    "execute": {
+        "model": CURRENT_MODELS["sonnet"],
+        "thinking": "adaptive",
+        **DEFAULT_BUDGETS["execute"],
+    },
+    "scheduler": {
+        "model": CURRENT_MODELS["haiku"],
+        "thinking": "off",
+        **DEFAULT_BUDGETS["scheduler"],
+    },
+}
+"""The built-in agents' models, thinking and budgets; `[actors.<name>]` keys override them."""

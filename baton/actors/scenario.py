@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from baton.actors.artifacts import write_atomic
 from baton.actors.messages import (
     ACTIVE_PHASES,
     Dispatch,
@@ -20,7 +21,6 @@ from baton.actors.messages import (
     ScenarioState,
     scenario_conversation,
 )
-from baton.context.artifacts import write_atomic
 from baton.context.packages import HandoffPackage
 from baton.errors import ConfigError, UsageError
 

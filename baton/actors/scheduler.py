@@ -15,8 +15,8 @@ from typing import Any
 
 import structlog
 
-from baton.actors.actor import handler
 from baton.actors.agent import AgentActor, AgentSetup
+from baton.actors.artifacts import ArtifactStore, FailureSummary, Layer1ProblemsReport
 from baton.actors.messages import (
     Approve,
     Dispatch,
@@ -37,7 +37,6 @@ from baton.actors.scenario import (
 )
 from baton.actors.scheduling_policy import Decision, decide
 from baton.context.agent_context import AgentContext
-from baton.context.artifacts import ArtifactStore, FailureSummary, Layer1ProblemsReport
 from baton.context.packages import (
     ExecuteToInitContext,
     HandoffPackage,
@@ -46,6 +45,7 @@ from baton.context.packages import (
 )
 from baton.context.tokens import estimate_json_tokens
 from baton.errors import BatonError, UsageError
+from baton.runtime.actor import handler
 
 log = structlog.get_logger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from baton.actors.artifacts import FailureSummary, Layer1ProblemsReport
 from baton.actors.scenario import IterationPolicy
-from baton.context.artifacts import FailureSummary, Layer1ProblemsReport
 
 Verdict = Literal["complete", "return_to_init", "iterate", "fail"]
 

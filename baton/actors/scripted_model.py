@@ -8,7 +8,7 @@ and log line names the model `offline-scripted`, so nobody mistakes it for Claud
 A script is resumable: the reply to a `purpose="turn"` call is the script entry at the bound
 `CallContext.turn`, so an agent that restarts from its journal at turn 7 gets entry 7, not
 entry 0. Compaction and task-summary calls get the next scripted summary for that actor, or
-a deterministic one built from the payload (see `baton.actors._summaries`).
+a deterministic one built from the payload (see `baton.actors._offline_summaries`).
 
 Script files are JSON or TOML::
 
@@ -40,8 +40,8 @@ from typing import Annotated, Any, Literal, Self, TypeAlias
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from baton.actors._offline_summaries import compaction_summary, task_summary
 from baton.actors._prefix_cache import DEFAULT_MIN_CACHE_TOKENS, PrefixCache
-from baton.actors._summaries import compaction_summary, task_summary
 from baton.actors.model import CallContext, ModelLimits, ModelResponse, current_call
 from baton.context.payload import Payload
 from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens

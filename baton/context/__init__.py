@@ -2,17 +2,6 @@
 
 from baton.context.accounting import Calibration, TokenAccount
 from baton.context.agent_context import AgentContext
-from baton.context.artifacts import (
-    ArtifactStore,
-    AttributionAnalysis,
-    EvaluationResult,
-    ExecutionTrace,
-    FailureSummary,
-    IterationLayout,
-    Layer1ProblemsReport,
-    Sample,
-    write_atomic,
-)
 from baton.context.caching import CacheCharge, PromptCacheSimulator, place_breakpoints
 from baton.context.conversation import CarriedSummary, Conversation
 from baton.context.events import (
@@ -78,7 +67,8 @@ from baton.context.strategy import (
     Summarizer,
     SystemClock,
 )
-from baton.context.summaries import (
+from baton.context.summarize import SummarizeStrategy
+from baton.context.summary_format import (
     COMPACT_PROMPT,
     SUMMARY_SCHEMAS,
     ExecuteSummary,
@@ -89,7 +79,6 @@ from baton.context.summaries import (
     parse_summary,
     summary_schema_for,
 )
-from baton.context.summarize import SummarizeStrategy
 from baton.context.tokens import estimate_payload_tokens, estimate_text_tokens
 from baton.context.truncation import TruncationSpec, truncate_text
 from baton.context.usage import Usage
@@ -105,8 +94,6 @@ __all__ = [
     "SUMMARY_SCHEMAS",
     "TOKEN_LOG_EVENTS",
     "AgentContext",
-    "ArtifactStore",
-    "AttributionAnalysis",
     "CacheCharge",
     "CacheControl",
     "Calibration",
@@ -122,23 +109,18 @@ __all__ = [
     "ContextWarningEvent",
     "Conversation",
     "ConversationRecord",
-    "EvaluationResult",
     "EventSink",
     "ExecuteSummary",
     "ExecuteToInitContext",
-    "ExecutionTrace",
     "ExtractStateStrategy",
     "FactsRegistered",
-    "FailureSummary",
     "GenericSummary",
     "HandoffPackage",
     "HandoffType",
     "InitSummary",
     "InitToExecuteContext",
-    "IterationLayout",
     "KeyFact",
     "KeyFactLedger",
-    "Layer1ProblemsReport",
     "Message",
     "ModelRules",
     "Payload",
@@ -146,7 +128,6 @@ __all__ = [
     "RedactedThinkingContent",
     "Round",
     "RoundStarted",
-    "Sample",
     "ScenarioCompletion",
     "SchedulerSummary",
     "SlidingWindowStrategy",
@@ -186,5 +167,4 @@ __all__ = [
     "summary_schema_for",
     "truncate_text",
     "validate_request",
-    "write_atomic",
 ]

@@ -27,7 +27,7 @@ from baton.context.payload import Payload, ToolSpec
 from baton.context.records import Compaction
 from baton.context.steps import StepLayout, render_text, render_user
 from baton.context.strategy import Clock, ContextBudget, Summarizer, SystemClock, SystemPrompt
-from baton.context.summaries import COMPACT_PROMPT, GenericSummary, SummaryBase, render_summary
+from baton.context.summary_format import COMPACT_PROMPT, GenericSummary, SummaryBase, render_summary
 from baton.context.tokens import (
     estimate_block_tokens,
     estimate_json_tokens,

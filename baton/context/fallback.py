@@ -17,7 +17,7 @@ from typing import Any
 from baton.context.conversation import Conversation
 from baton.context.ledger import KeyFactLedger
 from baton.context.steps import Step, TextContent, ToolUseContent
-from baton.context.summaries import SummaryBase, parse_summary
+from baton.context.summary_format import SummaryBase, parse_summary
 from baton.errors import SummaryFailure
 
 MAX_PATHS = 100

@@ -25,7 +25,7 @@ from baton.context.events import CompactionMode
 from baton.context.fallback import fallback_summary
 from baton.context.records import Compaction
 from baton.context.strategy import Summarizer
-from baton.context.summaries import parse_summary, summary_json
+from baton.context.summary_format import parse_summary, summary_json
 from baton.errors import SummaryFailure, UsageError
 
 

@@ -10,8 +10,6 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from baton.actors.actor import Actor, BoundHandler
-from baton.actors.ref import ActorRef
 from baton.errors import (
     ActorDeadError,
     HandlerFailedError,
@@ -21,7 +19,9 @@ from baton.errors import (
 )
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
+from baton.runtime.actor import Actor, BoundHandler
 from baton.runtime.logging import MessageScope, enter_scope
+from baton.runtime.ref import ActorRef
 from baton.runtime.supervision import RestartTracker, SupervisorPolicy
 from baton.runtime.token_log import TokenLog
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from baton import errors
 from baton.errors import (
     ActorDeadError,
@@ -11,21 +13,38 @@ from baton.errors import (
     AskTimeoutError,
     BatonError,
     HandlerFailedError,
-    MailboxFullError,
-    RuntimeFailure,
-    UnhandledMessageError,
-    UnknownActorError,
-    UsageError,
-)
-from baton.runtime import control_errors
-from baton.runtime._control_models import ErrorBody, ErrorDetail
-from baton.runtime.control_errors import (
     InvalidPayloadError,
+    MailboxFullError,
     NoSchedulerError,
     RemoteFailure,
+    RuntimeFailure,
     SchedulerReplyFailure,
+    UnhandledMessageError,
+    UnknownActorError,
     UnknownScenarioError,
+    UsageError,
 )
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(_Body):
+    """What went wrong, as an error response carries it."""
+
+    type: str = Field(description="the baton error class, e.g. `UnknownActorError`")
+    message: str = Field(description="what went wrong and what to do about it")
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="the error's attributes (actor, timeout, cause...)"
+    )
+
+
+class ErrorBody(_Body):
+    """Every error response: `{"error": {"type": ..., "message": ...}}`."""
+
+    error: ErrorDetail
+
 
 # Looked up along the error's MRO, so a subclass gets its parent's status unless listed.
 _STATUS: dict[type[BatonError], int] = {
@@ -81,10 +100,9 @@ def error_body(error: BatonError) -> ErrorBody:
 
 def _known_errors() -> dict[str, type[BatonError]]:
     known: dict[str, type[BatonError]] = {}
-    for module in (errors, control_errors):
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, BatonError):
-                known[value.__name__] = value
+    for value in vars(errors).values():
+        if isinstance(value, type) and issubclass(value, BatonError):
+            known[value.__name__] = value
     return known
 
 

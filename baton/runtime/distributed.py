@@ -34,7 +34,6 @@ from pydantic import TypeAdapter
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from baton.actors.actor import Actor
 from baton.errors import BatonError, InvalidMessageError, RuntimeFailure, UnknownActorError
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Envelope, new_id
@@ -42,7 +41,8 @@ from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.mailboxes.redis import RedisMailbox
 from baton.runtime._cell import PendingAsk
 from baton.runtime._error_wire import error_body, rebuild_error, status_for
-from baton.runtime.config import RedisConfig
+from baton.runtime.actor import Actor
+from baton.runtime.settings import RedisConfig
 
 log = structlog.get_logger(__name__)
 

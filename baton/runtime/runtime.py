@@ -15,8 +15,6 @@ import structlog
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
-from baton.actors.actor import Actor
-from baton.actors.ref import DEFAULT_ASK_TIMEOUT, ActorRef
 from baton.errors import (
     ActorDeadError,
     ActorExistsError,
@@ -33,9 +31,11 @@ from baton.mailboxes.memory import MemoryMailbox
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.mailboxes.sqlite import DATABASE, SqliteMailbox, SqliteStore
 from baton.runtime._cell import ActorCell, ActorState, PendingAsk
-from baton.runtime.config import BatonConfig, is_redis_url, load_config
+from baton.runtime.actor import Actor
 from baton.runtime.context_status import ContextProviders
 from baton.runtime.dead_letters import DeadLetterLog
+from baton.runtime.ref import DEFAULT_ASK_TIMEOUT, ActorRef
+from baton.runtime.settings import KernelConfig, is_redis_url, load_settings
 from baton.runtime.supervision import SupervisorPolicy
 from baton.runtime.token_log import TOKEN_LOG, TokenLog
 
@@ -100,7 +100,7 @@ class Runtime:
         task_group: TaskGroup,
         *,
         workspace: Path | None,
-        config: BatonConfig,
+        config: KernelConfig,
         token_log: TokenLog,
         policy: SupervisorPolicy,
         mailbox_factory: MailboxFactory,
@@ -133,7 +133,7 @@ class Runtime:
         cls,
         workspace: str | Path | None = None,
         *,
-        config: BatonConfig | None = None,
+        config: KernelConfig | None = None,
         policy: SupervisorPolicy | None = None,
         mailbox_factory: MailboxFactory | None = None,
         mailbox_capacity: int | None = None,
@@ -149,7 +149,7 @@ class Runtime:
         """
         root = Path(await anyio.Path(workspace).resolve()) if workspace is not None else None
         if config is None:
-            config = await anyio.to_thread.run_sync(load_config, root)
+            config = await anyio.to_thread.run_sync(load_settings, root)
         settings = config.runtime
         supervision = settings.supervision
         token_path = root / TOKEN_LOG if root is not None else None

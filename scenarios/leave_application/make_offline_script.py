@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from baton.context.artifacts import artifact_model, validate_artifact
+from baton.actors.artifacts import artifact_model, validate_artifact
 from scenarios.leave_application._turns import Turn, build_turns
 
 FORMAT: Final = "baton-offline-script/1"

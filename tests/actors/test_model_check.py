@@ -11,10 +11,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from baton.actors.agent_config import AgentConfig
+from baton.actors.config import parse_config
 from baton.actors.model_check import AgentModel, check_agent_models
 from baton.actors.scripted_model import ScriptedModel
 from baton.errors import ConfigError, RetiredModelError
-from baton.runtime.config import parse_config
 from baton.testing import DEFAULT_MODELS, MessagesAPIStandIn
 
 

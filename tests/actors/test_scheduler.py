@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from baton import Runtime
+from baton.actors.artifacts import FailureSummary, Layer1ProblemsReport, Sample
 from baton.actors.journal import FileJournalStore
 from baton.actors.messages import (
     Approve,
@@ -19,11 +20,10 @@ from baton.actors.messages import (
     ScenarioState,
     StartScenario,
 )
+from baton.actors.pipeline import open_pipeline
 from baton.actors.scheduler import MAX_NUDGES
-from baton.context.artifacts import FailureSummary, Layer1ProblemsReport, Sample
 from baton.context.packages import InitToExecuteContext
 from baton.errors import UsageError
-from baton.runtime.pipeline import open_pipeline
 from baton.runtime.token_log import TOKEN_LOG
 
 NAME = "mini"

@@ -13,7 +13,7 @@ from anyio.lowlevel import checkpoint
 from baton.context.conversation import Conversation
 from baton.context.payload import Payload, ToolSpec
 from baton.context.records import StepAppended
-from baton.context.summaries import SummaryBase
+from baton.context.summary_format import SummaryBase
 from baton.context.validation import validate_request
 
 SYSTEM = "You are the Init Agent. Design scenarios; keep every path you use."

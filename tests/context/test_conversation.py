@@ -11,8 +11,8 @@ from ctx_factories import SYSTEM, TOOLS, fixed_summarizer, summary_text, tool_st
 from baton.context.conversation import Conversation
 from baton.context.records import RECORD_TYPES, dump_record, parse_record
 from baton.context.strategy import ContextBudget
-from baton.context.summaries import InitSummary
 from baton.context.summarize import SummarizeStrategy
+from baton.context.summary_format import InitSummary
 from baton.errors import UsageError
 
 

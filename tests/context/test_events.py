@@ -9,8 +9,8 @@ from ctx_factories import fixed_summarizer, summary_text, tool_step
 from baton.context.conversation import Conversation
 from baton.context.events import TOKEN_LOG_EVENTS, ToolResultTruncatedEvent
 from baton.context.strategy import ContextBudget
-from baton.context.summaries import InitSummary
 from baton.context.summarize import SummarizeStrategy
+from baton.context.summary_format import InitSummary
 from baton.runtime.token_records import TOKEN_RECORD
 
 

@@ -6,7 +6,7 @@ from ctx_factories import tool_step
 
 from baton.context.conversation import Conversation
 from baton.context.fallback import extract, fallback_summary
-from baton.context.summaries import ExecuteSummary, InitSummary, summary_json
+from baton.context.summary_format import ExecuteSummary, InitSummary, summary_json
 
 
 def test_extraction_finds_paths_ids_and_pending_items() -> None:

@@ -28,8 +28,8 @@ from baton.context.events import (
 from baton.context.payload import Payload
 from baton.context.records import Compaction
 from baton.context.strategy import ContextBudget
-from baton.context.summaries import COMPACT_PROMPT, ExecuteSummary, InitSummary
 from baton.context.summarize import SummarizeStrategy
+from baton.context.summary_format import COMPACT_PROMPT, ExecuteSummary, InitSummary
 
 
 def _texts(message: Any) -> list[str]:

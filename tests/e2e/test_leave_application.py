@@ -11,17 +11,17 @@ import anyio
 import pytest
 
 from baton import Runtime
-from baton.actors.messages import ScenarioQuery, ScenarioState, StartScenario
-from baton.actors.offline_model import OfflineModel
-from baton.context.artifacts import (
+from baton.actors.artifacts import (
     ArtifactStore,
     AttributionAnalysis,
     EvaluationResult,
     ExecutionTrace,
     Sample,
 )
+from baton.actors.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.actors.offline_model import OfflineModel
+from baton.actors.pipeline import open_pipeline
 from baton.context.validation import validate_request
-from baton.runtime.pipeline import open_pipeline
 from baton.runtime.token_log import TOKEN_LOG
 from baton.testing import MessagesAPIStandIn
 from tests.tool_loop import continuations

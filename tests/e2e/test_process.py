@@ -22,7 +22,7 @@ from typing import IO, Any
 import anyio
 
 import baton
-from baton.runtime.pipeline import model_mode
+from baton.actors.pipeline import model_mode
 
 BATON = str(Path(sys.executable).parent / "baton")
 HERE = Path(__file__).resolve().parent

@@ -14,12 +14,11 @@ import pytest
 from anyio import wait_all_tasks_blocked
 from pydantic import BaseModel
 
-from baton.actors import Actor, handler
 from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes import Envelope
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.sqlite import SqliteMailbox, SqliteStore
-from baton.runtime import Runtime
+from baton.runtime import Actor, Runtime, handler
 from tests.mailboxes.sinks import Sink
 
 

@@ -16,10 +16,11 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from baton import Actor, Runtime, handler
+from baton.actors.config import parse_config
 from baton.actors.journal import MemoryJournalStore
 from baton.actors.messages import Prompt
+from baton.actors.pipeline import journal_for
 from baton.actors.redis_journal import RedisJournalStore
-from baton.actors.ref import ActorRef
 from baton.actors.roles import InitActor, agent_setup
 from baton.actors.scripted_model import Script, ScriptedModel
 from baton.errors import (
@@ -28,10 +29,9 @@ from baton.errors import (
     RuntimeFailure,
     UnknownActorError,
 )
-from baton.runtime import create_control_app
-from baton.runtime.config import parse_config
-from baton.runtime.pipeline import journal_for
+from baton.runtime.ref import ActorRef
 from baton.runtime.token_log import TokenLog
+from baton.server import create_control_app
 from tests.actors.test_agent import config as agent_config
 
 

@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from baton.actors.tools import ListInput, ReadInput, WriteInput
-from baton.context.artifacts import (
+from baton.actors.artifacts import (
     EvaluationResult,
     FailureSummary,
     Layer1ProblemsReport,
     artifact_model,
     validate_artifact,
 )
+from baton.actors.tools import ListInput, ReadInput, WriteInput
 from baton.context.packages import (
     ExecuteToInitContext,
     InitToExecuteContext,

@@ -15,9 +15,9 @@ import aiofiles
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from baton.actors.artifacts import artifact_model, validate_artifact, write_atomic
 from baton.actors.tools._sandbox import Sandbox
 from baton.actors.tools.protocol import Tool, ToolOutcome
-from baton.context.artifacts import artifact_model, validate_artifact, write_atomic
 from baton.errors import InvalidArtifactError
 
 DEFAULT_LIMIT: Final = 400

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from baton.actors.ref import ActorRef
     from baton.mailboxes.envelope import Envelope
+    from baton.runtime.ref import ActorRef
 
 BoundHandler = Callable[[Any], Awaitable[Any]]
 _F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])

@@ -24,16 +24,15 @@ import httpx2
 from pydantic import BaseModel
 
 from baton.actors.messages import ScenarioState
-from baton.errors import BatonError, RuntimeFailure, UsageError
-from baton.runtime._control_models import (
+from baton.errors import BatonError, NoRuntimeError, RuntimeFailure, UsageError
+from baton.runtime._error_wire import rebuild_error
+from baton.server._control_models import (
     DEFAULT_ASK_TIMEOUT,
     AskReply,
     Health,
     StatusReport,
 )
-from baton.runtime._error_wire import rebuild_error
-from baton.runtime._workspace_claim import CONTROL_SOCKET, PID_FILE, read_pid
-from baton.runtime.control_errors import NoRuntimeError
+from baton.server._workspace_claim import CONTROL_SOCKET, PID_FILE, read_pid
 
 M = TypeVar("M", bound=BaseModel)
 

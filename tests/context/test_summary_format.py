@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from baton.context.summaries import (
+from baton.context.summary_format import (
     COMPACT_PROMPT,
     SUMMARY_SCHEMAS,
     ExecuteSummary,

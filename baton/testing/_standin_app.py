@@ -18,9 +18,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from baton._standin_models import StandInModel, models_page
-from baton._standin_state import Endpoint, Fault, RecordedRequest, StandInState
-from baton._standin_thinking import (
+from baton.actors.model import CallContext, bind_call
+from baton.actors.scripted_model import ScriptedResponse
+from baton.context.model_rules import request_problems
+from baton.context.payload import Payload
+from baton.context.tokens import estimate_payload_tokens
+from baton.context.validation import THINKING_BLOCK_TYPES, validate_request
+from baton.testing._standin_models import StandInModel, models_page
+from baton.testing._standin_state import Endpoint, Fault, RecordedRequest, StandInState
+from baton.testing._standin_thinking import (
     BlockReview,
     ThinkingPlan,
     issue_blocks,
@@ -29,13 +35,13 @@ from baton._standin_thinking import (
     review_blocks,
     tool_loop_problems,
 )
-from baton._standin_wire import error_body, error_type_for, message_body, stream_events, usage_body
-from baton.actors.model import CallContext, bind_call
-from baton.actors.scripted_model import ScriptedResponse
-from baton.context.model_rules import request_problems
-from baton.context.payload import Payload
-from baton.context.tokens import estimate_payload_tokens
-from baton.context.validation import THINKING_BLOCK_TYPES, validate_request
+from baton.testing._standin_wire import (
+    error_body,
+    error_type_for,
+    message_body,
+    stream_events,
+    usage_body,
+)
 
 _SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
 _COUNT_TOKENS_FIELDS = frozenset(

@@ -12,8 +12,8 @@ import structlog
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from baton.runtime._tail import read_lines
 from baton.runtime.token_log import TokenLog
+from baton.server._tail import read_lines
 
 log = structlog.get_logger(__name__)
 

@@ -18,20 +18,6 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ErrorDetail(_Body):
-    type: str = Field(description="the baton error class, e.g. `UnknownActorError`")
-    message: str = Field(description="what went wrong and what to do about it")
-    details: dict[str, Any] = Field(
-        default_factory=dict, description="the error's attributes (actor, timeout, cause...)"
-    )
-
-
-class ErrorBody(_Body):
-    """Every error response: `{"error": {"type": ..., "message": ...}}`."""
-
-    error: ErrorDetail
-
-
 class MessageRequest(_Body):
     """A message for `tell` or `ask`, named by its type and given as JSON fields."""
 

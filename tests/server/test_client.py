@@ -17,16 +17,17 @@ from control_actors import Boom, Failing, Greeter, Greeting, Hello, Stuck, Wait,
 
 import baton
 from baton import AskTimeoutError, HandlerFailedError, UnknownActorError
-from baton.errors import InvalidMessageError, UsageError
-from baton.runtime import (
-    ControlServer,
+from baton.errors import (
+    InvalidMessageError,
     InvalidPayloadError,
     NoRuntimeError,
     NoSchedulerError,
     RemoteFailure,
-    Runtime,
+    UsageError,
     WorkspaceBusyError,
 )
+from baton.runtime import Runtime
+from baton.server import ControlServer
 
 
 @asynccontextmanager

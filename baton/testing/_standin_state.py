@@ -1,6 +1,6 @@
 """The Messages API stand-in's shared state: settings, queues, faults and request records.
 
-`StandInState` is everything the handlers of `baton._standin_app` and the public
+`StandInState` is everything the handlers of `baton.testing._standin_app` and the public
 `MessagesAPIStandIn` share (see `baton.testing` for the behaviour).
 """
 
@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 import anyio
 
-from baton._standin_models import StandInModel
-from baton._standin_thinking import DroppedBlock, Signer
 from baton.actors._prefix_cache import PrefixCache
 from baton.actors.model import Model
 from baton.actors.scripted_model import ScriptedResponse
+from baton.testing._standin_models import StandInModel
+from baton.testing._standin_thinking import DroppedBlock, Signer
 
 Endpoint = Literal["messages", "count_tokens", "models"]
 StandInPolicy = Callable[[Mapping[str, Any]], ScriptedResponse | str]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from baton.context.artifacts import (
+from baton.actors.artifacts import (
     ITERATION_SUBDIRS,
     ArtifactStore,
     AttributionAnalysis,

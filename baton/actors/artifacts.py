@@ -26,8 +26,8 @@ import aiofiles
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from baton.context._artifact_io import TEMP_SUFFIX, write_atomic
-from baton.context._artifact_models import (
+from baton.actors._artifact_io import TEMP_SUFFIX, write_atomic
+from baton.actors._artifact_models import (
     AttributionAnalysis,
     CheckerResult,
     EvaluationResult,

@@ -19,8 +19,7 @@ from pathlib import Path
 import anyio
 import structlog
 
-from baton.errors import UsageError
-from baton.runtime.control_errors import WorkspaceBusyError
+from baton.errors import UsageError, WorkspaceBusyError
 
 log = structlog.get_logger(__name__)
 

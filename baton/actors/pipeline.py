@@ -19,6 +19,7 @@ import anyio
 import structlog
 
 from baton.actors.agent_config import AgentConfig
+from baton.actors.config import BatonConfig
 from baton.actors.journal import FileJournalStore, JournalStore
 from baton.actors.messages import ScenarioState
 from baton.actors.model import Model
@@ -140,20 +141,20 @@ async def open_pipeline(
             pipeline.models[config.model] = created
             return created
 
+        deployment = BatonConfig.of(runtime.config)
         agents = [
             AgentModel(role, config, await model_for(config))
             for role in roles
-            for config in [runtime.config.agent(role)]
+            for config in [deployment.agent(role)]
         ]
         # Before any agent starts: a retired model stops the process here, with one line.
         pipeline.warnings = await check_agent_models(agents)
         spawned: list[str] = []
         try:
             for role, agent in zip(roles, agents, strict=True):
-                config = agent.config
                 setup = agent_setup(
                     role,
-                    config,
+                    agent.config,
                     workspace=workspace,
                     model=agent.model,
                     journal=journal,

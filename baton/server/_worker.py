@@ -16,13 +16,12 @@ from typing import TextIO
 import anyio
 import structlog
 
+from baton.actors.pipeline import check_roles, open_pipeline
 from baton.actors.roles import SCHEDULER
-from baton.errors import UsageError
-from baton.runtime._run import command_line_config, watch_signals
-from baton.runtime.config import is_redis_url, redact_url
-from baton.runtime.control_errors import CommandLineError
-from baton.runtime.pipeline import check_roles, open_pipeline
+from baton.errors import CommandLineError, UsageError
 from baton.runtime.runtime import Runtime
+from baton.runtime.settings import is_redis_url, redact_url
+from baton.server._run import command_line_config, watch_signals
 
 log = structlog.get_logger(__name__)
 

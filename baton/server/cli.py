@@ -19,13 +19,12 @@ from typing import Any, NoReturn
 import anyio
 import structlog
 
-from baton.errors import BatonError, UsageError
-from baton.runtime._render import render_record, render_scenario, render_status
-from baton.runtime._tail import follow_lines, read_lines, record_matches
-from baton.runtime.client import Client
-from baton.runtime.control_errors import CommandLineError
+from baton.errors import BatonError, CommandLineError, UsageError
 from baton.runtime.logging import configure_logging
 from baton.runtime.token_log import TOKEN_LOG
+from baton.server._render import render_record, render_scenario, render_status
+from baton.server._tail import follow_lines, read_lines, record_matches
+from baton.server.client import Client
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -78,7 +77,7 @@ def _print(text: str) -> None:
 
 async def _run(args: argparse.Namespace) -> None:
     # Imported here: the server side (FastAPI, uvicorn) is needed by `run` alone.
-    from baton.runtime._run import RunOptions, run  # noqa: PLC0415
+    from baton.server._run import RunOptions, run  # noqa: PLC0415
 
     options = RunOptions(
         workspace=Path(args.workspace),
@@ -99,7 +98,7 @@ def _role_list(specs: list[str]) -> tuple[str, ...]:
 
 async def _worker(args: argparse.Namespace) -> None:
     # Imported here, as for `run`: only this command needs the pipeline.
-    from baton.runtime._worker import WorkerOptions, work  # noqa: PLC0415
+    from baton.server._worker import WorkerOptions, work  # noqa: PLC0415
 
     options = WorkerOptions(
         workspace=Path(args.workspace), actors=_role_list(args.actors), mailbox=args.mailbox

@@ -1,7 +1,7 @@
 """`MessagesAPIStandIn`: a local HTTP server the real `anthropic` SDK can talk to.
 
 See `baton.testing` for how to use it. The server is uvicorn serving the Starlette app of
-`baton._standin_app` on a loopback socket bound before the server starts, inside the
+`baton.testing._standin_app` on a loopback socket bound before the server starts, inside the
 stand-in's own task group; it runs on the asyncio backend, as uvicorn does.
 """
 
@@ -18,9 +18,13 @@ import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 
-from baton._standin_app import StandInApp
-from baton._standin_models import DEFAULT_MODELS, StandInModel
-from baton._standin_state import (
+from baton.actors._prefix_cache import PrefixCache
+from baton.actors.anthropic_model import AnthropicModel
+from baton.actors.model import Model
+from baton.actors.scripted_model import ScriptedResponse
+from baton.testing._standin_app import StandInApp
+from baton.testing._standin_models import DEFAULT_MODELS, StandInModel
+from baton.testing._standin_state import (
     FAST_RETRY_AFTER,
     Endpoint,
     Fault,
@@ -29,10 +33,6 @@ from baton._standin_state import (
     StandInState,
     default_standin_policy,
 )
-from baton.actors._prefix_cache import PrefixCache
-from baton.actors.anthropic_model import AnthropicModel
-from baton.actors.model import Model
-from baton.actors.scripted_model import ScriptedResponse
 
 DEFAULT_API_KEY = "sk-ant-standin-test-key"
 _HOST = "127.0.0.1"

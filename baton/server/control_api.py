@@ -48,14 +48,22 @@ from baton.actors.messages import (
     ScenarioState,
     StartScenario,
 )
-from baton.errors import BatonError
-from baton.runtime._control_models import (
+from baton.errors import (
+    BatonError,
+    ControlRequestError,
+    InvalidPayloadError,
+    MailboxStillFullError,
+    NoSchedulerError,
+    SchedulerReplyFailure,
+    UnknownScenarioError,
+)
+from baton.runtime._error_wire import ErrorBody, ErrorDetail, error_body, status_for
+from baton.runtime.runtime import Runtime
+from baton.server._control_models import (
     DEFAULT_ASK_TIMEOUT,
     DEFAULT_TELL_TIMEOUT,
     ActorReport,
     AskReply,
-    ErrorBody,
-    ErrorDetail,
     Health,
     MessageRequest,
     RejectRequest,
@@ -64,18 +72,8 @@ from baton.runtime._control_models import (
     Told,
     utf8_safe,
 )
-from baton.runtime._error_wire import error_body, status_for
-from baton.runtime._tail import record_matches
-from baton.runtime._token_stream import NDJSON, FollowResponse, file_lines
-from baton.runtime.control_errors import (
-    ControlRequestError,
-    InvalidPayloadError,
-    MailboxStillFullError,
-    NoSchedulerError,
-    SchedulerReplyFailure,
-    UnknownScenarioError,
-)
-from baton.runtime.runtime import Runtime
+from baton.server._tail import record_matches
+from baton.server._token_stream import NDJSON, FollowResponse, file_lines
 
 log = structlog.get_logger(__name__)
 

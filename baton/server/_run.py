@@ -16,7 +16,7 @@ import structlog
 from anyio import CancelScope
 from anyio.abc import TaskStatus
 
-from baton.actors.actor import Actor
+from baton.actors.config import BatonConfig, load_config
 from baton.actors.messages import (
     ACTIVE_PHASES,
     SCHEDULER,
@@ -24,14 +24,14 @@ from baton.actors.messages import (
     ScenarioState,
     StartScenario,
 )
-from baton.errors import BatonError
-from baton.runtime._render import render_scenario
-from baton.runtime._workspace_claim import claim_workspace
-from baton.runtime.config import BatonConfig, load_config, redact_url
-from baton.runtime.control_errors import CommandLineError, NoSchedulerError
-from baton.runtime.control_server import ControlServer
-from baton.runtime.pipeline import AGENTS, Pipeline, open_pipeline
+from baton.actors.pipeline import AGENTS, Pipeline, open_pipeline
+from baton.errors import BatonError, CommandLineError, NoSchedulerError
+from baton.runtime.actor import Actor
 from baton.runtime.runtime import Runtime
+from baton.runtime.settings import redact_url
+from baton.server._render import render_scenario
+from baton.server._workspace_claim import claim_workspace
+from baton.server.control_server import ControlServer
 
 log = structlog.get_logger(__name__)
 

@@ -11,15 +11,15 @@ from typing import Any
 import anyio
 import pytest
 
-from baton.runtime._render import fill_bar, render_record, token_log_table
-from baton.runtime._tail import follow_lines
-from baton.runtime.cli import main
 from baton.runtime.token_records import (
     ContextCompacted,
     HandoffSent,
     MessageDeadLettered,
     ModelCall,
 )
+from baton.server._render import fill_bar, render_record, token_log_table
+from baton.server._tail import follow_lines
+from baton.server.cli import main
 
 MODEL_CALL: dict[str, Any] = {
     "ts": "2025-06-01T12:03:04.123456Z",

@@ -25,8 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from baton.actors.messages import ScenarioState
-from baton.runtime import ContextFill, Runtime, create_control_app
-from baton.runtime.control_api import _CatchAll
+from baton.runtime import ContextFill, Runtime
+from baton.server import create_control_app
+from baton.server.control_api import _CatchAll
 
 
 @dataclass

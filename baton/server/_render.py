@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin
 
 from baton.actors.messages import ScenarioState
-from baton.runtime._control_models import StatusReport
 from baton.runtime.context_status import ContextFill
 from baton.runtime.token_records import TokenRecord
+from baton.server._control_models import StatusReport
 
 BAR_WIDTH = 20
 _COMMON = ("ts", "event", "actor", "scenario", "conversation")

@@ -68,16 +68,6 @@
 
 from __future__ import annotations
 
-from baton._standin_models import DEFAULT_MODELS, StandInModel
-from baton._standin_server import DEFAULT_API_KEY, MessagesAPIStandIn
-from baton._standin_state import (
-    FAST_RETRY_AFTER,
-    Fault,
-    RecordedRequest,
-    StandInPolicy,
-    default_standin_policy,
-)
-from baton._standin_thinking import HIDDEN_THINKING_TOKENS, DroppedBlock
 from baton.actors.model import CallContext, bind_call
 from baton.actors.scripted_model import (
     OFFLINE_MODEL_NAME,
@@ -87,6 +77,16 @@ from baton.actors.scripted_model import (
     ScriptedModel,
     ScriptedResponse,
 )
+from baton.testing._standin_models import DEFAULT_MODELS, StandInModel
+from baton.testing._standin_server import DEFAULT_API_KEY, MessagesAPIStandIn
+from baton.testing._standin_state import (
+    FAST_RETRY_AFTER,
+    Fault,
+    RecordedRequest,
+    StandInPolicy,
+    default_standin_policy,
+)
+from baton.testing._standin_thinking import HIDDEN_THINKING_TOKENS, DroppedBlock
 
 __all__ = [
     "DEFAULT_API_KEY",

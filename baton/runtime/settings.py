@@ -1,8 +1,10 @@
-"""`baton.toml`: the workspace configuration, validated, with `BATON_*` environment overrides.
+"""`baton.toml` as the kernel reads it: `[runtime]` and `[logs]`, with `BATON_*` overrides.
 
 Unknown keys are errors that name the key (a typo must not silently fall back to a default).
 An environment variable `BATON_<SECTION>__<KEY>` overrides one value, e.g.
-`BATON_ACTORS__EXECUTE__MODEL=claude-opus-5-5` or `BATON_RUNTIME__MAILBOX=memory`.
+`BATON_RUNTIME__MAILBOX=memory` or `BATON_ACTORS__EXECUTE__MODEL=claude-opus-5-5`. The
+`[actors.*]` tables belong to whoever runs agents (`baton.actors.config` validates them); the
+kernel carries them as they are.
 """
 
 from __future__ import annotations
@@ -15,11 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from baton.actors.agent_config import AgentConfig
-from baton.context.model_rules import CURRENT_MODELS
-from baton.context.strategy import DEFAULT_BUDGETS
 from baton.errors import ConfigError
 
 CONFIG_FILE = "baton.toml"
@@ -100,50 +99,14 @@ class LogsConfig(_Strict):
     token_log_backups: int = Field(5, ge=1)
 
 
-DEFAULT_AGENTS: dict[str, dict[str, Any]] = {
-    # Opus always thinks; Execute thinks when it judges a step worth it; the Scheduler's
-    # one-line task summaries need none (docs/models.md).
-    "init": {"model": CURRENT_MODELS["opus"], "thinking": "adaptive", **DEFAULT_BUDGETS["init"]},
-    "execute": {
-        "model": CURRENT_MODELS["sonnet"],
-        "thinking": "adaptive",
-        **DEFAULT_BUDGETS["execute"],
-    },
-    "scheduler": {
-        "model": CURRENT_MODELS["haiku"],
-        "thinking": "off",
-        **DEFAULT_BUDGETS["scheduler"],
-    },
-}
-
-
-class BatonConfig(_Strict):
-    """The whole of `baton.toml`."""
+class KernelConfig(_Strict):
+    """The whole of `baton.toml` as the kernel sees it: agents' tables are passed on as given."""
 
     runtime: RuntimeConfig = RuntimeConfig()
     logs: LogsConfig = LogsConfig()
-    actors: dict[str, AgentConfig] = Field(default_factory=dict)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _fill_agent_defaults(cls, data: Any) -> Any:
-        if not isinstance(data, Mapping):
-            return data
-        actors = dict(data.get("actors") or {})
-        for name, defaults in DEFAULT_AGENTS.items():
-            given = actors.get(name) or {}
-            if isinstance(given, Mapping):
-                actors[name] = {**defaults, **given}
-        return {**data, "actors": actors}
-
-    def agent(self, name: str) -> AgentConfig:
-        """The config of agent `name`; `ConfigError` if it has none."""
-        try:
-            return self.actors[name]
-        except KeyError:
-            raise ConfigError(
-                f"no [actors.{name}] section and no default for it; add one to {CONFIG_FILE}"
-            ) from None
+    actors: dict[str, Any] = Field(
+        default_factory=dict, description="[actors.<name>] tables, for the layer that runs agents"
+    )
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -175,7 +138,8 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _describe(error: ValidationError, source: str) -> str:
+def describe_errors(error: ValidationError, source: str) -> str:
+    """One line naming each bad or unknown key of a config that did not validate."""
     problems = []
     for item in error.errors():
         where = ".".join(str(p) for p in item["loc"])
@@ -186,22 +150,14 @@ def _describe(error: ValidationError, source: str) -> str:
     return f"invalid configuration in {source}: " + "; ".join(problems)
 
 
-def parse_config(data: Mapping[str, Any], *, source: str = CONFIG_FILE) -> BatonConfig:
-    """Validate a config mapping; `ConfigError` names each bad or unknown key."""
-    try:
-        return BatonConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, source)) from None
-
-
-def load_config(
+def read_config(
     workspace: Path | None,
     environ: Mapping[str, str] | None = None,
     *,
     overrides: Mapping[str, Any] | None = None,
-) -> BatonConfig:
-    """Read `<workspace>/baton.toml` (optional) and apply `BATON_*` overrides, then
-    `overrides` (the command line's, e.g. `{"runtime": {"mailbox": ...}}`)."""
+) -> tuple[dict[str, Any], str]:
+    """`<workspace>/baton.toml` (optional) with `BATON_*` overrides, then `overrides` (the
+    command line's, e.g. `{"runtime": {"mailbox": ...}}`) merged in, and where it came from."""
     data: dict[str, Any] = {}
     source = "defaults"
     if workspace is not None:
@@ -219,7 +175,21 @@ def load_config(
     if overrides:
         source = f"{source} + command line"
         data = _merge(data, overrides)
-    return parse_config(data, source=source)
+    return data, source
+
+
+def load_settings(
+    workspace: Path | None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+) -> KernelConfig:
+    """The kernel's view of the workspace's configuration; `ConfigError` names each bad key."""
+    data, source = read_config(workspace, environ, overrides=overrides)
+    try:
+        return KernelConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_errors(exc, source)) from None
 
 
 def redact_url(url: str) -> str:

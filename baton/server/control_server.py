@@ -15,9 +15,9 @@ import uvicorn
 from anyio.abc import TaskStatus
 
 from baton.errors import UsageError
-from baton.runtime._workspace_claim import WorkspaceClaim, claim_workspace
-from baton.runtime.control_api import create_control_app
 from baton.runtime.runtime import Runtime
+from baton.server._workspace_claim import WorkspaceClaim, claim_workspace
+from baton.server.control_api import create_control_app
 
 log = structlog.get_logger(__name__)
 

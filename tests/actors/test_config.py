@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from baton import Actor, Runtime
+from baton.actors.config import load_config, parse_config
 from baton.errors import ConfigError
-from baton.runtime.config import load_config, parse_config
 
 
 class Idle(Actor):
