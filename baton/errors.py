@@ -7,7 +7,13 @@ inspect the dead letters or the logs.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
+
+# The module, not its class: every exception class named here is a BatonError.
+import pydantic
 
 
 class BatonError(Exception):
@@ -20,6 +26,36 @@ class UsageError(BatonError):
 
 class RuntimeFailure(BatonError):
     """Raised when something failed while the runtime was running."""
+
+
+def validation_problems(
+    error: pydantic.ValidationError | Iterable[Mapping[str, Any]],
+    *,
+    show_input: bool = True,
+    unknown_keys: bool = False,
+) -> list[str]:
+    """One line per problem of a failed pydantic validation: the field's dotted location and
+    what is wrong with it, in the words every baton error that lists problems uses.
+
+    `show_input` adds what was sent for a wrong value (not for a missing one), cut to 60
+    characters, so a model correcting its tool call or package sees what it got wrong;
+    `unknown_keys` words a key the model forbids as `unknown key 'a.b'`, a config typo.
+    """
+    if isinstance(error, pydantic.ValidationError):
+        error = error.errors(include_url=False)
+    problems = []
+    for item in error:
+        loc = item.get("loc", ())
+        where = ".".join(str(part) for part in loc)
+        if unknown_keys and item.get("type") == "extra_forbidden":
+            problems.append(f"unknown key {where!r}")
+            continue
+        line = f"{where or '(whole input)'}: {item.get('msg', 'invalid')}"
+        if show_input and item.get("type") != "missing" and loc:
+            sent = json.dumps(item.get("input"), ensure_ascii=False, default=str)
+            line += f" (got {sent if len(sent) <= 60 else sent[:57] + '...'})"
+        problems.append(line)
+    return problems
 
 
 # --- usage errors -------------------------------------------------------------------------

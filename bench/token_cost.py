@@ -4,10 +4,11 @@ Run: .venv/bin/python bench/token_cost.py [--steps N] [--seed S]
 
 One deterministic session (>= 300 steps in rounds of 5-15, tool results of 1K-20K tokens,
 a fifth of them Chinese) is replayed through each strategy and budget. Every request,
-turns and compaction calls alike, goes through a prefix-cache simulation at Anthropic's
-multipliers (uncached 1x, cache write 1.25x, cache read 0.1x, 20-block lookback, 1024-token
-minimum). The baseline, in the same run, is seed 000's assembly recomputed every turn and
-sent without cache breakpoints, i.e. what the seed's pseudo-code bills. Printed per row:
+turns and compaction calls alike, is billed by `baton.context.prompt_cache.PrefixCache`, the
+prompt-cache simulation the offline model reports usage with (uncached 1x, cache write 1.25x,
+cache read 0.1x, 20-block lookback, 1024-token minimum, 5-minute entries). The baseline, in
+the same run, is seed 000's assembly recomputed every turn and sent without cache
+breakpoints, i.e. what the seed's pseudo-code bills. Printed per row:
 billed input-token equivalents (millions), ratio to the baseline, model calls, compactions,
 the share of input tokens read from cache, and the mean request size.
 """
@@ -22,9 +23,9 @@ from typing import Any
 
 import anyio
 
-from baton.context.caching import PromptCacheSimulator
 from baton.context.conversation import Conversation
 from baton.context.payload import Payload
+from baton.context.prompt_cache import PrefixCache
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
 from baton.context.summary_format import ExecuteSummary
@@ -132,12 +133,14 @@ async def replay(
     rounds: list[SynthRound], strategy: ContextStrategy, budget: ContextBudget, *, cached: bool
 ) -> Tally:
     """Run the session through `strategy`, billing every request through one cache."""
-    cache = PromptCacheSimulator()
+    # The synthetic session takes no wall time, so the clock stands still: no entry expires,
+    # and the figures do not depend on how fast this machine replays the session.
+    cache = PrefixCache(clock=lambda: 0.0, stable_blocks=True)
     tally = Tally()
     summary = _summary()
 
     def send(payload: Payload) -> Usage:
-        charge = cache.charge(payload if cached else _uncached(payload))
+        charge = cache.usage_for(payload if cached else _uncached(payload))
         tally.billed += charge.billed
         tally.total += charge.total
         tally.read += charge.cache_read_input_tokens

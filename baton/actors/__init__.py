@@ -26,9 +26,10 @@ from baton.actors.model import (
     current_call,
 )
 from baton.actors.scripted_model import OFFLINE_MODEL_NAME, Script, ScriptedModel, ScriptedResponse
+from baton.runtime.backoff import Backoff
 
 if TYPE_CHECKING:
-    from baton.actors.anthropic_model import AnthropicModel, Backoff
+    from baton.actors.anthropic_model import AnthropicModel
     from baton.actors.redis_journal import RedisJournalStore
 
 __all__ = [
@@ -67,7 +68,6 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "AnthropicModel": "baton.actors.anthropic_model",
-        "Backoff": "baton.actors.anthropic_model",
         "RedisJournalStore": "baton.actors.redis_journal",
     },
 )

@@ -1,19 +1,34 @@
-"""An agent's per-conversation state, rebuilt from its journal."""
+"""An agent's conversations: each one's state, rebuilt from its journal, and the book that
+keeps them, reads them once and writes every change to the journal first."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
+
+from baton.actors.journal import JournalStore
 from baton.actors.messages import scenario_of
 from baton.actors.model import ModelResponse
-from baton.context.conversation import Conversation
-from baton.context.records import RECORD_TYPES
+from baton.context.conversation import MAIN_CONVERSATION, Conversation
+from baton.context.records import (
+    RECORD_TYPES,
+    Compaction,
+    FactsRegistered,
+    RoundStarted,
+    StepAppended,
+    dump_record,
+)
 from baton.context.steps import StepLayout
 from baton.context.strategy import ContextBudget, ContextStrategy
 
-MAIN = "main"
+log = structlog.get_logger(__name__)
+
+MAIN = MAIN_CONVERSATION
+ConversationRecord = RoundStarted | StepAppended | FactsRegistered | Compaction
 
 
 @dataclass
@@ -112,3 +127,68 @@ def load_state(
         round_key=round_key,
         journal_length=length,
     )
+
+
+class ConversationBook:
+    """The conversations an agent works on, cached, each read from its journal once.
+
+    `owner()` names the journal (the hosting actor's name, known once it is spawned); `load`
+    rebuilds a state from its records. Every change goes through `append` or `record`.
+    """
+
+    def __init__(
+        self,
+        *,
+        journal: JournalStore,
+        owner: Callable[[], str],
+        load: Callable[[str, list[dict[str, Any]]], ConversationState],
+    ) -> None:
+        self.journal = journal
+        self._owner = owner
+        self._load = load
+        self._states: dict[str, ConversationState] = {}
+        # Estimator tokens → the model's tokens, before a conversation's first exact figure.
+        self.token_ratio = 1.0
+
+    async def get(self, conversation: str) -> ConversationState:
+        """The conversation's state, read from the journal the first time."""
+        state = self._states.get(conversation)
+        if state is None:
+            records = await self.journal.read(self._owner(), conversation)
+            state = self._load(conversation, records)
+            calibration = state.conversation.account.calibration
+            if calibration.samples == 0:
+                calibration.ratio = self.token_ratio
+            self._states[conversation] = state
+        return state
+
+    @asynccontextmanager
+    async def owning(self, conversation: str) -> AsyncIterator[ConversationState]:
+        """Hold the conversation (other processes sharing the journal wait), brought up to
+        date with what they journaled; holding it again inside nests."""
+        journal, owner = self.journal, self._owner()
+        async with journal.hold(owner, conversation):
+            cached = conversation in self._states  # one just read from the journal is current
+            state = await self.get(conversation)
+            if journal.shared and cached:
+                length = await journal.length(owner, conversation)
+                if length != state.journal_length:
+                    log.info(
+                        "agent.journal_refreshed",
+                        actor=owner,
+                        conversation=conversation,
+                        records=length,
+                        cached=state.journal_length,
+                    )
+                    del self._states[conversation]
+                    state = await self.get(conversation)
+            yield state
+
+    async def record(self, state: ConversationState, record: ConversationRecord) -> None:
+        """Journal a change of the conversation (a record it returned)."""
+        await self.append(state, dump_record(record))
+
+    async def append(self, state: ConversationState, record: Mapping[str, Any]) -> None:
+        """Journal one record of the conversation; it counts once it is durable."""
+        await self.journal.append(self._owner(), state.id, record)
+        state.journal_length += 1

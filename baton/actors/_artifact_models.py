@@ -1,10 +1,10 @@
-"""Schemas of the files an iteration leaves on disk (seed 001).
+"""Schemas of the files an iteration leaves on disk (docs/handoffs.md, "Artifact layout").
 
-`Layer1ProblemsReport` has exactly seed 001's fields. The seed names only the purpose of the
-other files, so their schemas are this runtime's design: each requires the few fields other
-agents and the runtime rely on (ids, verdicts, the seed's "conversation_history + tool_calls +
-states") and keeps any other field, because the scenario's own `format_specifications.json`
-(written by Init) is what shapes the rest.
+`Layer1ProblemsReport` is the handoff protocol's report, field for field. For the other files
+the protocol names only their purpose, so their schemas are this runtime's design: each
+requires the few fields other agents and the runtime rely on (ids, verdicts, a trace's
+conversation_history + tool_calls + states) and keeps any other field, because the scenario's
+own `format_specifications.json` (written by Init) is what shapes the rest.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _check_counts(total: int, failed: int) -> None:
         raise ValueError(f"failed_samples ({failed}) exceeds total_samples ({total})")
 
 
-# --- layer1_problems_report.json (seed 001, field for field) --------------------------------
+# --- layer1_problems_report.json (the protocol's report, field for field) ---------------------
 
 
 class SuggestedFix(_Artifact):
@@ -45,8 +45,8 @@ class Layer1Problem(_Artifact):
     severity: Severity
     title: str
     description: str
-    # The seed's own example lists four ids (with "...") for an affected_count of 9: the list
-    # may be a sample of the affected ids, so the two are not required to agree.
+    # A report may list a few ids (ending in "...") for a larger affected_count: the list may
+    # be a sample of the affected ids, so the two are not required to agree.
     affected_samples: list[str]
     affected_count: int = Field(ge=0)
     evidence_summary: str
@@ -149,7 +149,7 @@ class StateSnapshot(_Artifact):
 
 
 class ExecutionTrace(_Artifact):
-    """`execution_traces/<ID>_trace.json`: conversation_history + tool_calls + states (seed)."""
+    """`execution_traces/<ID>_trace.json`: conversation_history + tool_calls + states."""
 
     sample_id: str = Field(min_length=1)
     conversation_history: list[TraceMessage]
@@ -176,7 +176,7 @@ class LLMJudgement(_Artifact):
 
 
 class EvaluationResult(_Artifact):
-    """`evaluation_results/<ID>_eval.json`: checker results + the LLM judgement (seed)."""
+    """`evaluation_results/<ID>_eval.json`: checker results + the LLM judgement."""
 
     sample_id: str = Field(min_length=1)
     passed: bool = Field(description="the overall verdict")

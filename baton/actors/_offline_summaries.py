@@ -1,10 +1,11 @@
 """Deterministic stand-ins for the summaries an agent asks the model for.
 
-Offline, a compaction request (seed 000: the mock user prompt appended to the payload) gets a
-JSON summary in the shape of the seed's schema for that agent, built from what the payload
-says: the paths it mentions, the latest assistant conclusions, the last user request. A
-task-summary request gets one plain sentence restating the latest request. Same payload,
-same summary, so offline runs and their token logs are reproducible.
+Offline, a compaction request (the compact prompt appended to the turn payload;
+docs/context.md, "Compaction") gets a JSON summary in the shape of that agent's schema
+(docs/context.md, "Summary schemas"), built from what the payload says: the paths it
+mentions, the latest assistant conclusions, the last user request. A task-summary request
+gets one plain sentence restating the latest request. Same payload, same summary, so offline
+runs and their token logs are reproducible.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def _scheduler_summary(d: _Digest) -> dict[str, Any]:
 
 
 def _generic_summary(d: _Digest) -> dict[str, Any]:
-    # Seed 002's archive sections, for agents seed 000 does not name.
+    # The generic schema's sections, for agents without a schema of their own.
     return {
         "objectives_and_status": d.user[0] if d.user else "",
         "technical_context": d.paths,
@@ -153,8 +154,8 @@ def _generic_summary(d: _Digest) -> dict[str, Any]:
 
 
 def compaction_summary(payload: Mapping[str, Any], actor: str) -> str:
-    """A JSON summary shaped for `actor`: seed 000's Init or Execute schema, the Scheduler's,
-    or seed 002's sections for any other agent."""
+    """A JSON summary shaped for `actor`: the Init, Execute or Scheduler schema, or the
+    generic sections for any other agent (docs/context.md, "Summary schemas")."""
     digest = _Digest(payload)
     name = actor.lower()
     if "init" in name:

@@ -7,12 +7,12 @@ it by the runtime's config loader.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol, Self
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
 from baton.context.model_rules import CURRENT_MODELS
-from baton.context.strategy import DEFAULT_BUDGETS, Effort, Thinking, check_thinking
+from baton.context.strategy import DEFAULT_BUDGETS, BudgetFields
 
 StrategyName = Literal["summarize", "sliding_window", "extract_state"]
 
@@ -33,40 +33,24 @@ class TokenSink(Protocol):
     def emit(self, event: str, **fields: Any) -> None: ...
 
 
-class AgentConfig(BaseModel):
-    """One agent actor's model, thinking setting and context budget."""
+class AgentConfig(BudgetFields):
+    """One agent actor's model, thinking setting and context budget.
+
+    The budget keys, their checks and their error messages are `ContextBudget`'s
+    (`BudgetFields`); the rest is how the agent runs.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str
-    context_window: int = Field(gt=0)
-    compact_threshold: int = Field(gt=0)
-    keep_recent_steps: int = Field(ge=1)
     strategy: StrategyName = "summarize"
-    summary_role: Literal["assistant", "system"] = "assistant"
-    max_output_tokens: int = Field(16_000, ge=1)
     max_steps: int = Field(50, ge=1)
     load_budget_tokens: int = Field(40_000, ge=1)
-    summary_timeout_s: float = Field(120.0, gt=0)
     tool_timeout_s: float = Field(60.0, gt=0)
     max_concurrency: int = Field(4, ge=1)
     system_prompt: str | None = Field(
         None, description="workspace-relative path of a system prompt replacing the shipped one"
     )
-    thinking: Thinking = Field(
-        "off", description="adaptive | off | a manual budget of thinking tokens (older models)"
-    )
-    effort: Effort | None = Field(None, description="low | medium | high | xhigh | max")
-
-    @model_validator(mode="after")
-    def _threshold_inside_window(self) -> Self:
-        if self.compact_threshold >= self.context_window:
-            raise ValueError(
-                f"compact_threshold ({self.compact_threshold}) must be below context_window "
-                f"({self.context_window})"
-            )
-        check_thinking(self.thinking, self.max_output_tokens)
-        return self
 
 
 DEFAULT_AGENTS: dict[str, dict[str, Any]] = {

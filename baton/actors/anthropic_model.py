@@ -33,7 +33,6 @@ import re
 import time
 import warnings
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -53,6 +52,7 @@ from baton.errors import (
     InvalidRequestError,
     ModelCallFailure,
 )
+from baton.runtime.backoff import Backoff
 
 log = structlog.get_logger(__name__)
 
@@ -67,21 +67,6 @@ _PROMPT_TOO_LONG = re.compile(r"prompt is too long: (\d+) tokens > (\d+) maximum
 _IN_STREAM_RETRYABLE = frozenset({"overloaded_error", "api_error"})
 
 Sleep = Callable[[float], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Jittered exponential backoff: `initial * factor**attempt`, capped, minus up to `jitter`."""
-
-    initial: float = 1.0
-    factor: float = 2.0
-    maximum: float = 30.0
-    jitter: float = 0.25
-
-    def delay(self, attempt: int, rand: float) -> float:
-        """Seconds to wait before retry number `attempt + 1`; `rand` is uniform in [0, 1)."""
-        base = min(self.maximum, self.initial * self.factor**attempt)
-        return base * (1.0 - self.jitter * rand)
 
 
 def _silence_sdk_model_deprecation() -> None:

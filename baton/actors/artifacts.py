@@ -1,4 +1,5 @@
-"""The artifact store: an iteration's files on disk, validated on write and on read (seed 001).
+"""The artifact store: an iteration's files on disk, validated on write and on read
+(docs/handoffs.md, "Artifact layout").
 
 Layout, relative to the workspace::
 
@@ -44,8 +45,12 @@ from baton.actors._artifact_models import (
     ToolCallRecord,
     TraceMessage,
 )
-from baton.context.packages import validation_problems
-from baton.errors import InvalidArtifactError, SandboxViolationError, UsageError
+from baton.errors import (
+    InvalidArtifactError,
+    SandboxViolationError,
+    UsageError,
+    validation_problems,
+)
 
 __all__ = [
     "ITERATION_SUBDIRS",
@@ -146,7 +151,7 @@ class IterationLayout:
 
     @property
     def subdirectories(self) -> list[PurePosixPath]:
-        """The four per-sample directories, in seed order."""
+        """The four per-sample directories, in layout order."""
         return [self.directory / name for name in ITERATION_SUBDIRS]
 
     @property

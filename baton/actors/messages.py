@@ -1,4 +1,5 @@
-"""Messages the built-in actors accept (DESIGN §7); each is a pydantic model.
+"""Messages the built-in actors accept (docs/architecture.md, "actors/"); each is a pydantic
+model.
 
 `Prompt` and `Dispatch` go to agent actors; `StartScenario`, `Approve`, `Reject`,
 `ScenarioQuery` and `HandoffDelivered` go to the Scheduler.
@@ -116,7 +117,7 @@ class StartScenario(_Message):
 
 
 class Approve(_Message):
-    """Approve the scenario's pending Init → Execute handoff (HITL-1)."""
+    """Approve the scenario's pending Init → Execute handoff (docs/handoffs.md, "Approval")."""
 
     scenario: str = Field(min_length=1)
 

@@ -21,11 +21,11 @@ import structlog
 from baton.actors.agent_config import AgentConfig
 from baton.actors.config import BatonConfig
 from baton.actors.journal import FileJournalStore, JournalStore
-from baton.actors.messages import ScenarioState
+from baton.actors.messages import SCHEDULER, ScenarioState
 from baton.actors.model import Model
 from baton.actors.model_check import AgentModel, check_agent_models
 from baton.actors.offline_model import OfflineModel
-from baton.actors.roles import EXECUTE, INIT, SCHEDULER, ExecuteActor, InitActor, agent_setup
+from baton.actors.roles import EXECUTE, INIT, ExecuteActor, InitActor, agent_setup
 from baton.actors.scheduler import SchedulerActor
 from baton.errors import UsageError
 from baton.runtime.runtime import Runtime

@@ -38,6 +38,7 @@ from redis.exceptions import RedisError
 
 from baton.actors.journal import _check_name
 from baton.errors import JournalCorruptError, LeaseLostError
+from baton.runtime.backoff import Backoff
 
 log = structlog.get_logger(__name__)
 
@@ -88,7 +89,7 @@ class RedisJournalStore:
         self.prefix = prefix
         self.lease_ttl = lease_ttl
         self._ttl_ms = max(1, round(lease_ttl * 1000))
-        self._max_backoff = min(lease_ttl / 4, _MAX_BACKOFF)
+        self._backoff = Backoff(_FIRST_BACKOFF, maximum=min(lease_ttl / 4, _MAX_BACKOFF), jitter=0)
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
         self._append = client.register_script(_APPEND)
@@ -148,7 +149,7 @@ class RedisJournalStore:
 
     async def _acquire(self, actor: str, conversation: str, key: str) -> _Lease:
         token = f"{self.owner}:{secrets.token_hex(8)}"
-        delay, waited = _FIRST_BACKOFF, False
+        attempt, waited = 0, False
         while True:
             if (lease := self._held.get(key)) is not None:
                 return lease  # another task of this store got it meanwhile: join that hold
@@ -163,8 +164,8 @@ class RedisJournalStore:
             if not waited:
                 log.info("journal.lease_waiting", actor=actor, conversation=conversation)
                 waited = True
-            await anyio.sleep(delay)
-            delay = min(delay * 2, self._max_backoff)
+            await anyio.sleep(self._backoff.delay(attempt))
+            attempt += 1
 
     async def _keep(self, actor: str, conversation: str, key: str, token: str) -> None:
         while True:

@@ -1,4 +1,5 @@
-"""The built-in agents: Init and Execute (seed 000's table), each a configured `AgentActor`.
+"""The built-in agents: Init and Execute (their defaults: docs/models.md, "Defaults"), each a
+configured `AgentActor`.
 
 A role decides the shipped system prompt (package data under `baton/actors/prompts/`,
 replaceable per workspace with `system_prompt = "path"` in its config), the tools, and the
@@ -12,9 +13,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from baton.actors.agent import AgentActor, AgentSetup, ToolHooks
+from baton.actors.agent import AgentActor
 from baton.actors.agent_config import AgentConfig, ContextReporter, TokenSink
+from baton.actors.agent_setup import AgentSetup, ToolHooks
 from baton.actors.journal import JournalStore
+from baton.actors.messages import SCHEDULER
 from baton.actors.model import Model
 from baton.actors.tools import (
     Sandbox,
@@ -29,7 +32,6 @@ from baton.errors import ConfigError
 
 INIT = "init"
 EXECUTE = "execute"
-SCHEDULER = "scheduler"
 
 _HANDOFF_TOOLS: dict[str, tuple[Callable[..., Tool[Any]], ...]] = {
     INIT: (handoff_to_execute,),

@@ -30,7 +30,8 @@ STATE_DIR = Path(".baton") / "scheduler"
 
 
 class IterationPolicy(BaseModel):
-    """When a scenario is done, goes back to Init, or fails (seed 001)."""
+    """When a scenario is done, goes back to Init, or fails (docs/handoffs.md, "Iteration
+    policy")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -77,7 +78,7 @@ def load_scenario(workspace: Path, name: str) -> ScenarioConfig:
 
 
 class PendingHandoff(BaseModel):
-    """An Init → Execute handoff waiting for HITL-1 approval."""
+    """An Init → Execute handoff waiting for a human's approval (docs/handoffs.md, "Approval")."""
 
     model_config = ConfigDict(frozen=True)
 

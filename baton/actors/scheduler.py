@@ -1,4 +1,5 @@
-"""`SchedulerActor`: moves each scenario between Init and Execute, under HITL-1 and the policy.
+"""`SchedulerActor`: moves each scenario between Init and Execute, under human approval and the
+iteration policy (docs/handoffs.md, "Delivery and the Scheduler").
 
 Per scenario: designing → awaiting_approval → executing → returned_to_init → designing … →
 completed | failed | stopped, persisted after every transition. Before each dispatch the
@@ -15,7 +16,8 @@ from typing import Any
 
 import structlog
 
-from baton.actors.agent import AgentActor, AgentSetup
+from baton.actors.agent_loop import AgentLoop
+from baton.actors.agent_setup import AgentSetup
 from baton.actors.artifacts import ArtifactStore, FailureSummary, Layer1ProblemsReport
 from baton.actors.messages import (
     Approve,
@@ -45,7 +47,7 @@ from baton.context.packages import (
 )
 from baton.context.tokens import estimate_json_tokens
 from baton.errors import BatonError, UsageError
-from baton.runtime.actor import handler
+from baton.runtime.actor import Actor, handler
 
 log = structlog.get_logger(__name__)
 
@@ -71,8 +73,12 @@ def _join(directory: str, relative: str) -> str:
     return str(PurePosixPath(directory) / relative)
 
 
-class SchedulerActor(AgentActor):
-    """The Scheduler: one state machine per scenario; dispatches to `init` and `execute`."""
+class SchedulerActor(Actor):
+    """The Scheduler: one state machine per scenario; dispatches to `init` and `execute`.
+
+    It takes only scenario requests and agents' reports: its own model, which writes the task
+    summaries, is an agent loop it owns, not a base class (no `Prompt` or `Dispatch` here).
+    """
 
     def __init__(
         self,
@@ -80,7 +86,8 @@ class SchedulerActor(AgentActor):
         workspace: Path,
         on_ended: Callable[[ScenarioState], None] | None = None,
     ) -> None:
-        super().__init__(setup)
+        self.setup = setup
+        self.summaries = AgentLoop(setup, self)
         self.workspace = workspace
         # Called after an ended scenario is persisted: lets a host wait for the end, not poll.
         self.on_ended = on_ended
@@ -89,7 +96,9 @@ class SchedulerActor(AgentActor):
         self.records: dict[str, ScenarioRecord] = {}
 
     async def on_start(self) -> None:
-        await super().on_start()
+        # A task summary a crash interrupted is finished when the request that asked for it
+        # is delivered again (its round is keyed by the work order): nothing to resume here.
+        await self.summaries.start()
         self.records = await self.store.load_all()
         for record in self.records.values():
             if record.active and record.outbox is not None and record.pending is None:
@@ -98,6 +107,13 @@ class SchedulerActor(AgentActor):
                 target = _WAITING_ON.get(record.phase)
                 if target is not None:
                     await self.actor_ref.peer(target).tell(record.outbox, sender=self.actor_name)
+
+    async def on_stop(self) -> None:
+        await self.summaries.stop()
+
+    def context_fill(self) -> dict[str, int]:
+        """The size of the task-summary conversation worked on last."""
+        return self.summaries.context_fill()
 
     # --- requests from people (CLI, API) ------------------------------------------------------
 
@@ -123,7 +139,7 @@ class SchedulerActor(AgentActor):
 
     @handler
     async def approve(self, message: Approve) -> ScenarioState:
-        """HITL-1: let the pending Init → Execute handoff through."""
+        """Let the pending Init → Execute handoff through (docs/handoffs.md, "Approval")."""
         record = self._awaiting(message.scenario)
         assert record.pending is not None
         pending, record.pending = record.pending, None
@@ -133,7 +149,8 @@ class SchedulerActor(AgentActor):
 
     @handler
     async def reject(self, message: Reject) -> ScenarioState:
-        """HITL-1: send the design back to Init with the reviewer's reason."""
+        """Send the design back to Init with the reviewer's reason (docs/handoffs.md,
+        "Approval")."""
         record = self._awaiting(message.scenario)
         record.pending = None
         record.reason = message.reason
@@ -363,7 +380,7 @@ class SchedulerActor(AgentActor):
         if record.findings:
             lines.append(f"Findings so far: {record.findings}")
         # Keyed by the work order: re-run after a crash, it reuses the summary already paid for.
-        return await self._run_round(
+        return await self.summaries.run_round(
             record.conversation, "\n".join(lines), key=f"task-summary:{dispatch_id}"
         )
 

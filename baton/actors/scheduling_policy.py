@@ -1,4 +1,5 @@
-"""The iteration policy (seed 001) as a pure function of an iteration's numbers."""
+"""The iteration policy (docs/handoffs.md, "Iteration policy") as a pure function of an
+iteration's numbers."""
 
 from __future__ import annotations
 

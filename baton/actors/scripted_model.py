@@ -41,9 +41,9 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from baton.actors._offline_summaries import compaction_summary, task_summary
-from baton.actors._prefix_cache import DEFAULT_MIN_CACHE_TOKENS, PrefixCache
 from baton.actors.model import CallContext, ModelLimits, ModelResponse, current_call
 from baton.context.payload import Payload
+from baton.context.prompt_cache import DEFAULT_MIN_CACHE_TOKENS, PrefixCache
 from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens
 from baton.context.usage import Usage
 from baton.context.validation import validate_request

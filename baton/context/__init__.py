@@ -2,7 +2,7 @@
 
 from baton.context.accounting import Calibration, TokenAccount
 from baton.context.agent_context import AgentContext
-from baton.context.caching import CacheCharge, PromptCacheSimulator, place_breakpoints
+from baton.context.caching import place_breakpoints
 from baton.context.conversation import CarriedSummary, Conversation
 from baton.context.events import (
     TOKEN_LOG_EVENTS,
@@ -37,6 +37,7 @@ from baton.context.payload import (
     ToolSpec,
     ToolUseBlock,
 )
+from baton.context.prompt_cache import CacheUsage, PrefixCache
 from baton.context.records import (
     RECORD_TYPES,
     Compaction,
@@ -94,8 +95,8 @@ __all__ = [
     "SUMMARY_SCHEMAS",
     "TOKEN_LOG_EVENTS",
     "AgentContext",
-    "CacheCharge",
     "CacheControl",
+    "CacheUsage",
     "Calibration",
     "CarriedSummary",
     "Clock",
@@ -124,7 +125,7 @@ __all__ = [
     "Message",
     "ModelRules",
     "Payload",
-    "PromptCacheSimulator",
+    "PrefixCache",
     "RedactedThinkingContent",
     "Round",
     "RoundStarted",

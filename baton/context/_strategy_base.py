@@ -228,8 +228,9 @@ class StrategyBase:
             messages.append({"role": "user", "content": [prompt]})
         payload["messages"] = messages
         payload["max_tokens"] = self.budget.summary_request_tokens
-        # Seed 000 asks for temperature 0, but API version 2026-10-21 (what SDK 2.x sends)
-        # answers any sampling parameter with a 400, so the summary call cannot pin it.
+        # A summary would be asked for at temperature 0, but API version 2026-10-21 (what SDK
+        # 2.x sends) answers any sampling parameter with a 400, so the summary call cannot pin
+        # it (docs/context.md, "Compaction").
         return payload
 
     # --- compaction ------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Token accounting (seed 002): exact figures from the API, estimates only for what is new.
+"""Token accounting (docs/context.md, "Token accounting"): exact figures from the API,
+estimates only for what is new.
 
 The context size is the last call's `input_tokens + cache_creation_input_tokens +
 cache_read_input_tokens + output_tokens` plus an estimate of what was added since (tool

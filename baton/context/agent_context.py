@@ -1,4 +1,5 @@
-"""`AgentContext`: the brief the Scheduler builds for every dispatch (seed 003, direction 3).
+"""`AgentContext`: the brief the Scheduler builds for every dispatch (docs/handoffs.md,
+"AgentContext").
 
 The receiving agent reads it first, rendered as text at the top of its round; what the agent
 finds comes back through `merge_findings`, so the next agent dispatched sees it. The context

@@ -130,6 +130,11 @@ class CarriedSummary(BaseModel):
     strategy: str
 
 
+MAIN_CONVERSATION = "main"
+"""The id of an agent's own conversation, where its `Prompt`s go; each scenario run it is
+dispatched gets a conversation of its own."""
+
+
 class Conversation(BaseModel):
     """An agent's conversation: its rounds, carried summary and key facts (JSON-serialisable).
 
@@ -139,7 +144,7 @@ class Conversation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = "main"
+    id: str = MAIN_CONVERSATION
     rounds: list[Round] = Field(default_factory=list)
     summary: CarriedSummary | None = None
     facts: list[KeyFact] = Field(default_factory=list)
@@ -192,7 +197,8 @@ class Conversation(BaseModel):
 
     @property
     def context_tokens(self) -> int:
-        """The current context size (seed 002): last usage plus calibrated additions."""
+        """The current context size: last usage plus calibrated additions (docs/context.md,
+        "Token accounting")."""
         return self._account.context_tokens
 
     @property
@@ -319,7 +325,9 @@ class Conversation(BaseModel):
             self._apply_compaction(parsed)
 
     @classmethod
-    def replay(cls, records: Iterable[Any], conversation_id: str = "main") -> Conversation:
+    def replay(
+        cls, records: Iterable[Any], conversation_id: str = MAIN_CONVERSATION
+    ) -> Conversation:
         """A conversation rebuilt from its journal records, in order."""
         conversation = cls(id=conversation_id)
         for record in records:

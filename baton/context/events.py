@@ -1,4 +1,5 @@
-"""Events the context engine reports, with DESIGN §7's fields, through a callback.
+"""Events the context engine reports, with the token log's fields (docs/token-log.md,
+"Events"), through a callback.
 
 The strategy calls the `EventSink` it was given; the actor wires it to the token log
 (`token_log.emit(event.event, **event.log_fields())`), which adds `ts`, `actor`, `scenario`

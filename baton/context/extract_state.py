@@ -1,4 +1,5 @@
-"""`extract_state` (seed 004 C): a typed working state instead of the older conversation.
+"""`extract_state` (docs/context.md, "extract_state"): a typed working state instead of the
+older conversation.
 
 Each turn, the steps that leave the recent part (the last N, as in `summarize`) are folded
 into a `WorkingState` (tools called, files read and written, paths, ids, pending items,
@@ -168,7 +169,7 @@ def _state_lead(text: str) -> Lead:
 
 
 class ExtractStateStrategy(StrategyBase):
-    """Seed 004 C: recent N steps whole, everything older folded into a typed state."""
+    """Recent N steps whole, everything older folded into a typed state."""
 
     name = "extract_state"
 

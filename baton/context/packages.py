@@ -1,9 +1,10 @@
-"""Handoff packages (seed 001, protocol v2.0): what one agent hands the next, by path.
+"""Handoff packages (protocol v2.0; docs/handoffs.md, "Packages"): what one agent hands the
+next, by path.
 
 A package carries paths and small indexes, never file contents: the receiver loads what it
-needs on demand. The fields of `ContextPackage`, `InitToExecuteContext` and
-`ExecuteToInitContext` are seed 001's, name for name; `ScenarioCompletion` is this runtime's
-own third handoff (Execute tells the Scheduler an iteration met the success criteria), built
+needs on demand. `ContextPackage`, `InitToExecuteContext` and `ExecuteToInitContext` are the
+protocol's two handoffs, field for field; `ScenarioCompletion` is this runtime's own third
+handoff (Execute tells the Scheduler an iteration met the success criteria), built
 in the same style. Every package lists the workspace-relative paths it references so the
 runtime can check they exist before it sends the package on.
 
@@ -21,18 +22,19 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from baton.errors import InvalidPackageError, PackageVersionError
+from baton.errors import InvalidPackageError, PackageVersionError, validation_problems
 
 PACKAGE_VERSION: Final = "2.0"
 _SUPPORTED_MAJOR: Final = 2
 _VERSION = re.compile(r"^(\d+)(?:\.\d+)*$")
 
-# The seed's Literal names its two handoffs; `scenario_complete` (the spelling the token log
-# already documents) is added for the third, so all three share one discriminator field.
+# The protocol names two handoffs; `scenario_complete` (the spelling the token log already
+# documents) is added for the third, so all three share one discriminator field.
 HandoffType = Literal["init_to_execute", "execute_to_init", "scenario_complete"]
 
-# Keys of a `failure_samples_index` entry that hold paths (seed 001); any other key ending in
-# `_path` is treated as a path too, so an extended index is still checked.
+# Keys of a `failure_samples_index` entry that hold paths (docs/handoffs.md,
+# "execute_to_init"); any other key ending in `_path` is treated as a path too, so an
+# extended index is still checked.
 _INDEX_PATH_KEYS: Final = ("sample_path", "trace_path", "evaluation_path", "attribution_path")
 
 
@@ -53,7 +55,8 @@ def _under(base: str, relative: str) -> str:
 
 
 class ContextPackage(BaseModel):
-    """The base of every handoff package (seed 001); extra fields are kept, not refused."""
+    """The base of every handoff package (docs/handoffs.md, "Packages"); extra fields are
+    kept, not refused."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -75,7 +78,8 @@ class ContextPackage(BaseModel):
 
 
 class InitToExecuteContext(ContextPackage):
-    """Init → Execute: the user's requirement and the paths of the design files (seed 001)."""
+    """Init → Execute: the user's requirement and the paths of the design files
+    (docs/handoffs.md, "init_to_execute")."""
 
     handoff_type: Literal["init_to_execute"] = "init_to_execute"
 
@@ -98,7 +102,8 @@ class InitToExecuteContext(ContextPackage):
 
 
 class ExecuteToInitContext(ContextPackage):
-    """Execute → Init: where an iteration's outputs are, and an index of its failures (seed 001).
+    """Execute → Init: where an iteration's outputs are, and an index of its failures
+    (docs/handoffs.md, "execute_to_init").
 
     `failure_samples_index` paths and `layer1_problems_report_path` are relative to
     `execution_output_dir`, which is relative to the workspace root.
@@ -139,8 +144,9 @@ class ExecuteToInitContext(ContextPackage):
 class ScenarioCompletion(ContextPackage):
     """Execute → Scheduler: an iteration met the success criteria and the scenario is done.
 
-    Not in seed 001; shaped like `ExecuteToInitContext` so the Scheduler reads both the same
-    way. `report_paths` are relative to `execution_output_dir`.
+    This runtime's own addition to the protocol (docs/handoffs.md, "scenario_complete");
+    shaped like `ExecuteToInitContext` so the Scheduler reads both the same way.
+    `report_paths` are relative to `execution_output_dir`.
     """
 
     handoff_type: Literal["scenario_complete"] = "scenario_complete"
@@ -178,19 +184,6 @@ PACKAGE_TYPES: Final[Mapping[str, type[ContextPackage]]] = {
     "execute_to_init": ExecuteToInitContext,
     "scenario_complete": ScenarioCompletion,
 }
-
-
-def validation_problems(error: ValidationError) -> list[str]:
-    """One line per problem: the field's dotted location, what is wrong, and what was sent."""
-    problems = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "(whole input)"
-        line = f"{where}: {item['msg']}"
-        if item["type"] != "missing" and item["loc"]:
-            sent = json.dumps(item.get("input"), ensure_ascii=False, default=str)
-            line += f" (got {sent if len(sent) <= 60 else sent[:57] + '...'})"
-        problems.append(line)
-    return problems
 
 
 def parse_package(data: Mapping[str, Any] | str | bytes) -> HandoffPackage:

@@ -1,4 +1,4 @@
-"""`sliding_window` (seed 004 A, seed 003 direction 1): the newest steps that fit, whole.
+"""`sliding_window` (docs/context.md, "sliding_window"): the newest steps that fit, whole.
 
 The budget for history is what is left of `compact_threshold - max_output_tokens` after the
 system prompt, the tools, a carried summary and the dynamic context (the current round's
@@ -6,7 +6,7 @@ input, always shown). Steps are taken whole, newest first, until the next would 
 the oldest shown step's round input is carried in front of it. The step that asked for the
 tool results being answered is always shown, even alone over budget.
 
-`refill` (default 1.0: greedy on every turn, seed 004 to the letter) below 1 anchors the
+`refill` (default 1.0: the window is refilled greedily on every turn) below 1 anchors the
 window: it only grows at its end until it overflows, then drops to `refill` x the budget,
 so the prompt cache holds between slides. An anchored window start only moves forward.
 
@@ -111,8 +111,8 @@ class SlidingWindowStrategy(StrategyBase):
             # it, so the blocks go back behind the prefix they were produced after.
             self._start = self._start_for(conversation, self._start)
         elif self.refill >= 1:
-            # Greedy on every turn, as seed 004 A says: the window follows the budget both
-            # ways (a calibration that lowers the estimates lets older steps back in).
+            # Greedy on every turn: the window follows the budget both ways (a calibration
+            # that lowers the estimates lets older steps back in).
             self._start, self._start_cost = self._fill(conversation, budget)
         elif self._start_cost > budget:
             start, cost = self._fill(conversation, int(budget * self.refill))

@@ -1,9 +1,10 @@
-"""Rounds and steps (DESIGN §3) as pydantic models, and how one step renders to messages.
+"""Rounds and steps (docs/context.md, "Rounds and steps") as pydantic models, and how one
+step renders to messages.
 
 A `Step` is one assistant message plus the `tool_result` blocks answering its `tool_use`
-blocks, plus the usage of the call that produced it. The seeds write those results as
-`role: "tool"`; here they are `tool_result` blocks at the head of a `user` message, which is
-the only shape the Messages API accepts.
+blocks, plus the usage of the call that produced it. The Messages API has no `tool` role:
+the results are `tool_result` blocks at the head of a `user` message, the only shape it
+accepts (docs/context.md, "From steps to a request").
 """
 
 from __future__ import annotations

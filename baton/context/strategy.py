@@ -61,29 +61,29 @@ and how far a model reads into a long context, not what the window can hold
 (docs/models.md, "Budgets")."""
 
 
-class ContextBudget(BaseModel):
-    """How much context an agent may use and how it compacts (field names match the config).
+WindowTokens = Annotated[int, Field(gt=0)]
+"""A token count measured against the context window: the window itself, the threshold."""
+StepCount = Annotated[int, Field(ge=1)]
 
-    Build it from an actor's config with `ContextBudget.model_validate(agent_config,
-    from_attributes=True)`, or a built-in agent's with `ContextBudget.for_agent("init")`.
+
+class BudgetFields(BaseModel):
+    """The budget keys an agent's `[actors.<name>]` table and its `ContextBudget` share, with
+    their one check: the threshold inside the window, room to answer after thinking.
+
+    The three sizes have no default here: a configured agent must name them (the built-in
+    agents get theirs from `DEFAULT_BUDGETS`); `ContextBudget` gives them defaults.
     """
 
-    model_config = ConfigDict(frozen=True, extra="ignore", from_attributes=True)
-
-    context_window: int = Field(200_000, gt=0)
-    compact_threshold: int = Field(150_000, gt=0)
-    keep_recent_steps: int = Field(3, ge=1)
+    context_window: WindowTokens
+    compact_threshold: WindowTokens
+    keep_recent_steps: StepCount
     max_output_tokens: int = Field(16_000, ge=1)
     summary_role: Literal["assistant", "system"] = "assistant"
     summary_timeout_s: float = Field(120.0, gt=0)
-    summary_max_tokens: int = Field(4000, ge=1)
-    compact_margin: float = Field(
-        0.1, ge=0, lt=1, description="a compaction must land below threshold x (1 - margin)"
+    thinking: Thinking = Field(
+        "off", description="adaptive | off | a manual budget of thinking tokens (older models)"
     )
-    truncate_over_chars: int = Field(TRUNCATE_OVER_CHARS, ge=1)
-    truncate_keep_chars: int = Field(TRUNCATE_KEEP_CHARS, ge=0)
-    thinking: Thinking = "off"
-    effort: Effort | None = None
+    effort: Effort | None = Field(None, description="low | medium | high | xhigh | max")
 
     @model_validator(mode="after")
     def _threshold_inside_window(self) -> Self:
@@ -94,6 +94,26 @@ class ContextBudget(BaseModel):
             )
         check_thinking(self.thinking, self.max_output_tokens)
         return self
+
+
+class ContextBudget(BudgetFields):
+    """How much context an agent may use and how it compacts (field names match the config).
+
+    Build it from an actor's config with `ContextBudget.model_validate(agent_config,
+    from_attributes=True)`, or a built-in agent's with `ContextBudget.for_agent("init")`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore", from_attributes=True)
+
+    context_window: WindowTokens = 200_000
+    compact_threshold: WindowTokens = 150_000
+    keep_recent_steps: StepCount = 3
+    summary_max_tokens: int = Field(4000, ge=1)
+    compact_margin: float = Field(
+        0.1, ge=0, lt=1, description="a compaction must land below threshold x (1 - margin)"
+    )
+    truncate_over_chars: int = Field(TRUNCATE_OVER_CHARS, ge=1)
+    truncate_keep_chars: int = Field(TRUNCATE_KEEP_CHARS, ge=0)
 
     @property
     def thinking_param(self) -> dict[str, Any] | None:

@@ -1,4 +1,5 @@
-"""`summarize` (the default; seed 000): history as first input + last answer, recent N whole.
+"""`summarize` (the default; docs/context.md, "summarize"): history as first input + last
+answer, recent N whole.
 
 Assembly: every round before the recent part shows only its user input and its last
 assistant text (all tool results dropped); the last N steps are shown whole, their round's
@@ -7,7 +8,7 @@ compact prompt is appended to the same payload, the model's JSON summary is vali
 against the agent's schema (or replaced by the extractive fallback), and the conversation
 becomes `[compact prompt, summary, recent N steps]`. N never changes between compactions.
 
-`stride` (default 1, seed 000 to the letter) moves the history/recent boundary only once
+`stride` (default 1: exactly the last N steps) moves the history/recent boundary only once
 the recent part has grown by `stride` steps, so between moves the payload only grows at
 its end and the prompt cache holds; with `stride = N` the recent part keeps N to 2N-1
 steps. `bench/token_cost.py` measures what that saves.
@@ -30,7 +31,7 @@ from baton.errors import SummaryFailure, UsageError
 
 
 class SummarizeStrategy(StrategyBase):
-    """Seed 000's strategy: history without tool results, recent N steps, LLM summaries."""
+    """The default strategy: history without tool results, recent N steps, LLM summaries."""
 
     name = "summarize"
 

@@ -1,9 +1,11 @@
-"""Compaction summaries: the mock user prompt and the per-agent JSON schemas of seed 000.
+"""Compaction summaries: the compact prompt and the per-agent JSON schemas (docs/context.md,
+"Compaction" and "Summary schemas").
 
 The model answers the prompt with one JSON object; `parse_summary` finds it (bare, fenced,
-or inside `<compact_summary>` tags as in seed 000's example) and validates it against the
-agent's schema. Top-level sections are required, their inner fields default to empty so a
-summary written before anything happened ("received the input, about to start") is valid.
+or inside `<compact_summary>` tags, the form the context shows it in) and validates it
+against the agent's schema. Top-level sections are required, their inner fields default to
+empty so a summary written before anything happened ("received the input, about to start")
+is valid.
 Extra keys are kept: a model that adds a useful section loses nothing.
 """
 
@@ -16,7 +18,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from baton.errors import SummaryFailure
+from baton.errors import SummaryFailure, validation_problems
 
 COMPACT_PROMPT = """请对当前工作进行总结，保留以下关键信息：
 - 当前场景设计/生成组件的核心要点
@@ -26,7 +28,7 @@ COMPACT_PROMPT = """请对当前工作进行总结，保留以下关键信息：
 - 关键路径（execution_output_dir等）
 
 总结格式使用JSON，确保信息完整但简洁。"""
-"""Seed 000's mock user message, verbatim."""
+"""The compact prompt: the user message appended to the turn payload to ask for the summary."""
 
 SUMMARY_TAG = "compact_summary"
 
@@ -57,7 +59,7 @@ class SummaryBase(BaseModel):
         return list(value) if isinstance(value, list) else []
 
 
-# --- Init (seed 000) ---------------------------------------------------------------------
+# --- Init ------------------------------------------------------------------------------------
 
 
 class DesignSummary(_Section):
@@ -94,7 +96,7 @@ class InitSummary(SummaryBase):
         }
 
 
-# --- Execute (seed 000) ------------------------------------------------------------------
+# --- Execute ---------------------------------------------------------------------------------
 
 
 class GeneratedComponents(_Section):
@@ -162,7 +164,8 @@ class SchedulerSummary(SummaryBase):
 
 
 class GenericSummary(SummaryBase):
-    """Any other agent: seed 002's archive sections plus the pending items and key paths."""
+    """Any other agent: objectives, technical context, milestones, decisions, pending items
+    and key paths (docs/context.md, "Summary schemas")."""
 
     objectives_and_status: str
     technical_context: list[str]
@@ -192,7 +195,7 @@ SUMMARY_SCHEMAS: dict[str, type[SummaryBase]] = {
 
 
 def summary_schema_for(agent: str) -> type[SummaryBase]:
-    """The schema of agent kind `agent`; `GenericSummary` for kinds seed 000 does not name."""
+    """The schema of agent kind `agent`; `GenericSummary` for kinds without their own."""
     return SUMMARY_SCHEMAS.get(agent, GenericSummary)
 
 
@@ -228,9 +231,7 @@ def parse_summary(text: str, schema: type[SummaryBase]) -> SummaryBase:
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
+        problems = "; ".join(validation_problems(exc, show_input=False))
         raise SummaryFailure(
             f"the summary does not match the {schema.agent} schema ({problems}); "
             "the fallback summary is used instead"
@@ -244,5 +245,5 @@ def summary_json(summary: SummaryBase | Mapping[str, Any]) -> str:
 
 
 def render_summary(summary_json_text: str) -> str:
-    """The summary as the context shows it, tagged as in seed 000's example."""
+    """The summary as the context shows it, inside `<compact_summary>` tags."""
     return f"<{SUMMARY_TAG}>\n{summary_json_text}\n</{SUMMARY_TAG}>"

@@ -1,4 +1,4 @@
-"""Cutting long tool results to head + tail (seed 000, step 5).
+"""Cutting long tool results to head + tail (docs/context.md, "Tool-result truncation").
 
 A result over `limit` characters keeps its first `head` and last `tail` characters around a
 marker that says how much was left out, so the model knows to re-read the file if the middle

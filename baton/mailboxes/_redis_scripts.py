@@ -1,5 +1,5 @@
 """Redis's side of `RedisMailbox`: the Lua scripts it runs, how they are run, and readers for
-what they (and XREADGROUP) reply. See `baton.mailboxes.redis` for the keys they touch.
+what they (and XREADGROUP) reply. See `baton.mailboxes._redis_stream` for the keys they touch.
 
 Each script is a single atomic step on the server and a single command on the wire.
 """

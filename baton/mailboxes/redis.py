@@ -1,14 +1,7 @@
 """`RedisMailbox`: a durable mailbox on a Redis stream, one consumer group per actor.
 
-Keys (the prefix is "baton" by default):
-
-- `{prefix}:mailbox:{name}`: the stream; field `e` holds the codec's JSON. An entry is deleted
-  when it is acked or dead-lettered, so the stream's length is exactly pending + unread: that
-  is what `capacity` bounds, and no MAXLEN trim ever drops a message nobody has handled.
-- consumer group `{name}`; this process reads as consumer `consumer`.
-- `{prefix}:dead:{name}`: dead letters, `e` the body and `r` the reason (trimmed to the most
-  recent `dead_maxlen`: it is a record for people, not a queue).
-- `{prefix}:seen:{name}:{envelope id}`: dedupe markers, expiring after `dedupe_ttl`.
+The keys it uses and the round trips it makes are `RedisStream`'s
+(`baton.mailboxes._redis_stream`); this module decides what they mean for delivery.
 
 Delivery is at least once. `attempt` comes from the stream's own delivery count, so it
 survives a crash: an entry redelivered after its consumer died arrives with a higher attempt
@@ -36,21 +29,19 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError, UsageError
-from baton.mailboxes import _redis_scripts as scripts
-from baton.mailboxes._redis_scripts import as_str, body_of, stream_entries
+from baton.mailboxes._redis_stream import DONE, Body, Entry, RedisStream, is_missing_group
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink
 
 log = structlog.get_logger(__name__)
 
-Body = str | bytes
+__all__ = ["Body", "RedisMailbox"]
 
 # Lua's unpack() is bounded by its C stack (~8000 values); batches stay well under that.
 _CHUNK = 500
 _MIN_BACKOFF = 0.002
 _MAX_BACKOFF = 0.1
-_DONE = "0-0"
 
 
 class RedisMailbox:
@@ -90,11 +81,10 @@ class RedisMailbox:
         if claim_idle <= 0 or block <= 0 or dedupe_ttl < 1:
             raise ValueError("claim_idle and block must be > 0, dedupe_ttl >= 1")
         self._name = name
-        self._client = client
+        self._redis = RedisStream(client, name, prefix=prefix, consumer=consumer)
         self._codec = codec
         self._capacity = capacity
         self._dead_letters = dead_letters
-        self._consumer = consumer
         self._max_attempts = max_attempts
         self._claim_idle = claim_idle
         self._read_batch = read_batch
@@ -102,16 +92,6 @@ class RedisMailbox:
         self._dedupe_ttl = dedupe_ttl
         self._dead_maxlen = dead_maxlen
         self._clock = clock
-        self._stream = f"{prefix}:mailbox:{name}"
-        self._dead = f"{prefix}:dead:{name}"
-        self._seen = f"{prefix}:seen:{name}:"
-        self._group = name
-        self._send_script = scripts.Script(client, scripts.SEND)
-        self._ack_script = scripts.Script(client, scripts.ACK)
-        self._dead_script = scripts.Script(client, scripts.DEAD)
-        self._recover_script = scripts.Script(client, scripts.RECOVER)
-        self._claim_script = scripts.Script(client, scripts.CLAIM)
-        self._keep_alive_script = scripts.Script(client, scripts.KEEP_ALIVE)
 
         self._buffer: deque[Delivery] = deque()
         # Every entry this object holds (buffered or in hand): its delivery count and body.
@@ -123,7 +103,7 @@ class RedisMailbox:
         self._group_ready = False
         self._recover_from: str | None = "0"  # a previous life's entries come first
         self._last_new_id = "0"
-        self._claim_cursor = _DONE
+        self._claim_cursor = DONE
         self._next_claim = float("-inf")
         self._read_scope: anyio.CancelScope | None = None
         # Uncontended (one receiver per actor), it must not cost an event-loop pass per fill.
@@ -154,14 +134,14 @@ class RedisMailbox:
         """Store the envelope, waiting while the stream holds `capacity` entries."""
         if self._closed:
             raise MailboxClosedError(self._name)
-        await self._add([self._seen + envelope.id], [self._codec.encode(envelope)])
+        await self._add([self._redis.seen_key(envelope.id)], [self._codec.encode(envelope)])
 
     async def send_many(self, envelopes: Sequence[Envelope]) -> None:
         """Store envelopes in order, many per round trip; on `MailboxClosedError` those before
         the first one refused are stored."""
         if self._closed:
             raise MailboxClosedError(self._name)
-        keys = [self._seen + envelope.id for envelope in envelopes]
+        keys = [self._redis.seen_key(envelope.id) for envelope in envelopes]
         bodies = [self._codec.encode(envelope) for envelope in envelopes]
         for start in range(0, len(keys), _CHUNK):
             await self._add(keys[start : start + _CHUNK], bodies[start : start + _CHUNK])
@@ -176,10 +156,9 @@ class RedisMailbox:
         delay = _MIN_BACKOFF
         while True:
             freed = self._freed
-            taken, length = await self._send_script(
-                len(keys) + 1, self._stream, *keys, self._capacity, self._dedupe_ttl, *bodies
+            taken, self._stream_len = await self._redis.add(
+                keys, bodies, capacity=self._capacity, dedupe_ttl=self._dedupe_ttl
             )
-            self._stream_len = int(length)
             if taken == len(keys):
                 return
             keys, bodies = keys[taken:], bodies[taken:]
@@ -224,57 +203,37 @@ class RedisMailbox:
         """One round trip for more entries: own pending first, then claims, then new ones."""
         try:
             if not self._group_ready:
-                await self._create_group()
+                await self._redis.create_group()
+                self._group_ready = True
             if self._recover_from is not None:
                 await self._recover(self._recover_from)
                 return
             now = self._clock()
             if now >= self._next_claim:
                 await self._claim(now)
-                if self._buffer or self._claim_cursor != _DONE:
+                if self._buffer or self._claim_cursor != DONE:
                     return
             await self._read_new(min(self._block, self._next_claim - now))
         except ResponseError as exc:
-            if "NOGROUP" not in str(exc):
+            if not is_missing_group(exc):
                 raise
             # The stream was deleted under us (FLUSHDB, an operator): recreate and go on.
             self._group_ready = False
 
-    async def _create_group(self) -> None:
-        try:
-            await self._client.xgroup_create(self._stream, self._group, id="0", mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
-        self._group_ready = True
-
     async def _recover(self, cursor: str) -> None:
-        reply = await self._recover_script(
-            1, self._stream, self._group, self._consumer, cursor, self._read_batch
-        )
-        read, last, length, *entries = reply
-        self._recover_from = as_str(last) if int(read) >= self._read_batch else None
-        self._stream_len = int(length)
-        await self._accept((as_str(i), int(c), body_of(f)) for i, c, f in entries)
+        more, self._stream_len, entries = await self._redis.recover(cursor, self._read_batch)
+        self._recover_from = more
+        await self._accept(entries)
 
     async def _claim(self, now: float) -> None:
-        reply = await self._claim_script(
-            1,
-            self._stream,
-            self._group,
-            self._consumer,
-            int(self._claim_idle * 1000),
-            self._claim_cursor,
-            self._read_batch,
+        self._claim_cursor, self._stream_len, entries = await self._redis.claim(
+            self._claim_idle, self._claim_cursor, self._read_batch
         )
-        cursor, length, *entries = reply
-        self._claim_cursor = as_str(cursor)
-        if self._claim_cursor == _DONE:
+        if self._claim_cursor == DONE:
             self._next_claim = now + self._claim_idle / 2
-        self._stream_len = int(length)
         if entries:
             log.info("mailbox.claimed", mailbox=self._name, entries=len(entries))
-        await self._accept((as_str(i), int(c), body_of(f)) for i, c, f in entries)
+        await self._accept(entries)
 
     async def _read_new(self, block: float) -> None:
         # Until the reply is in, what the read delivered sits in our PEL and nowhere else:
@@ -283,25 +242,18 @@ class RedisMailbox:
         with anyio.CancelScope() as scope:
             self._read_scope = scope
             try:
-                reply = await self._client.xreadgroup(
-                    self._group,
-                    self._consumer,
-                    {self._stream: ">"},
-                    count=self._read_batch,
-                    block=max(1, int(block * 1000)),  # 0 would mean "for ever"
-                )
+                entries = await self._redis.read_new(self._read_batch, block)
             finally:
                 self._read_scope = None
         if scope.cancelled_caught:  # close() woke us: the entries stay pending for later
             return
         self._recover_from = None
-        entries = stream_entries(reply)
         if entries:
-            self._last_new_id = as_str(entries[-1][0])
-            await self._accept((as_str(i), 1, body_of(f)) for i, f in entries)
+            self._last_new_id = entries[-1][0]
+            await self._accept(entries)
             self._stream_len = max(self._stream_len, len(self._held))
 
-    async def _accept(self, entries: Iterable[tuple[str, int, Body | None]]) -> None:
+    async def _accept(self, entries: Iterable[Entry]) -> None:
         """Buffer what can be delivered; dead-letter what cannot be decoded or ran out of
         attempts. Never raises for a bad entry: one bad message must not stop the actor."""
         dead: list[tuple[str, Envelope, Body, str]] = []
@@ -365,15 +317,13 @@ class RedisMailbox:
         for start in range(0, len(tags), _CHUNK):
             chunk = tags[start : start + _CHUNK]
             try:
-                lost = await self._keep_alive_script(
-                    1, self._stream, self._group, self._consumer, *chunk
-                )
+                lost = await self._redis.keep_alive(chunk)
             except ResponseError as exc:
-                if "NOGROUP" not in str(exc):
+                if not is_missing_group(exc):
                     raise
                 lost = chunk  # the stream was deleted under us, and all it held with it
             kept -= len(lost)
-            self._drop_lost([as_str(tag) for tag in lost])
+            self._drop_lost(lost)
         return kept
 
     def _drop_lost(self, tags: list[str]) -> None:
@@ -404,7 +354,7 @@ class RedisMailbox:
         if self._settled_elsewhere(tag):
             return
         self._held.pop(tag, None)
-        self._stream_len = int(await self._ack_script(1, self._stream, self._group, tag))
+        self._stream_len = await self._redis.ack([tag])
         self._wake_senders()
 
     async def ack_many(self, deliveries: Sequence[Delivery]) -> None:
@@ -416,10 +366,7 @@ class RedisMailbox:
         for tag in tags:
             self._held.pop(tag, None)
         for start in range(0, len(tags), _CHUNK):
-            length = await self._ack_script(
-                1, self._stream, self._group, *tags[start : start + _CHUNK]
-            )
-            self._stream_len = int(length)
+            self._stream_len = await self._redis.ack(tags[start : start + _CHUNK])
         self._wake_senders()
 
     async def nack(self, delivery: Delivery, *, requeue: bool, reason: str) -> None:
@@ -431,16 +378,7 @@ class RedisMailbox:
         if requeue and count < self._max_attempts:
             # Raise the stream's own count too (and reset the idle time): if we die before
             # the retry is settled, whoever claims the entry sees the attempts made here.
-            kept = await self._client.xclaim(
-                self._stream,
-                self._group,
-                self._consumer,
-                0,
-                [tag],
-                retrycount=count + 1,
-                justid=True,
-            )
-            if not kept:  # deleted meanwhile: someone else settled it
+            if not await self._redis.requeue(tag, count + 1):  # gone: someone else settled it
                 self._held.pop(tag, None)
                 log.warning("mailbox.requeue_lost", mailbox=self._name, entry=tag)
                 return
@@ -452,14 +390,13 @@ class RedisMailbox:
         await self._dead_letter([(tag, envelope, body or self._codec.encode(envelope), reason)])
 
     async def _dead_letter(self, letters: list[tuple[str, Envelope, Body, str]]) -> None:
-        args: list[Body | int] = [self._stream, self._dead, self._group, self._dead_maxlen]
-        for tag, _, body, reason in letters:
-            args += [tag, body, reason]
+        for tag, _, _, _ in letters:
             # Let go before the round trip, as ack does: a heartbeat crossing it would find
             # the entry gone and report it lost.
             self._held.pop(tag, None)
-        length = await self._dead_script(2, *args)
-        self._stream_len = int(length)
+        self._stream_len = await self._redis.dead_letter(
+            [(tag, body, reason) for tag, _, body, reason in letters], self._dead_maxlen
+        )
         self._wake_senders()
         for tag, envelope, _, reason in letters:
             # Info, not warning: the sink reports the dead letter itself; this adds the entry id.
@@ -484,20 +421,22 @@ class RedisMailbox:
     async def close(self) -> None:
         """Refuse sends; `receive` hands out what is buffered here, then raises closed. The
         stream's backlog stays in Redis for the next consumer."""
-        self._closed = True
-        if self._read_scope is not None:
-            self._read_scope.cancel()
-        self._room.set()
+        self._shut()
 
     def drain_nowait(self) -> list[Envelope]:
         """Close for good. Nothing is returned to dead-letter: every entry, buffered ones
         included, stays pending in Redis for this consumer's next life or another's claim.
         The client is the owner's to close."""
-        self._closed = True
-        if self._read_scope is not None:
-            self._read_scope.cancel()
-        self._room.set()
+        self._shut()
         for delivery in self._buffer:
             self._held.pop(str(delivery.tag), None)
         self._buffer.clear()
         return []
+
+    def _shut(self) -> None:
+        # Wake a receiver blocked in XREADGROUP and the senders parked on a full stream: both
+        # see the mailbox closed and leave.
+        self._closed = True
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+        self._room.set()

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from baton._lazy import lazy_exports
 from baton.runtime.actor import Actor, handler
+from baton.runtime.backoff import Backoff
 from baton.runtime.context_status import ContextFill, ContextProvider, ContextProviders
 from baton.runtime.dead_letters import DeadLetter, DeadLetterLog
 from baton.runtime.logging import configure_logging
@@ -36,6 +37,7 @@ __all__ = [
     "Actor",
     "ActorRef",
     "ActorStatus",
+    "Backoff",
     "ContextFill",
     "ContextProvider",
     "ContextProviders",

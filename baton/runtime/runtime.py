@@ -19,6 +19,7 @@ from baton.errors import (
     ActorDeadError,
     ActorExistsError,
     AskTimeoutError,
+    ConfigError,
     InvalidMessageError,
     MailboxBlockedError,
     MailboxClosedError,
@@ -35,7 +36,7 @@ from baton.runtime.actor import Actor
 from baton.runtime.context_status import ContextProviders
 from baton.runtime.dead_letters import DeadLetterLog
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT, ActorRef
-from baton.runtime.settings import KernelConfig, is_redis_url, load_settings
+from baton.runtime.settings import KernelConfig, is_redis_url, load_settings, redact_url
 from baton.runtime.supervision import SupervisorPolicy
 from baton.runtime.token_log import TOKEN_LOG, TokenLog
 
@@ -74,6 +75,22 @@ def sqlite_mailboxes(store: SqliteStore, max_attempts: int) -> MailboxFactory:
         )
 
     return make
+
+
+def _redis_backend(mailbox: str) -> type[Distributed]:
+    """The Redis backend; a one-line `ConfigError` naming the extra when redis-py is missing."""
+    try:
+        # Imported here: `import baton` and the other backends work without redis-py, which
+        # is the optional `redis` extra.
+        from baton.runtime.distributed import Distributed  # noqa: PLC0415
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] != "redis":
+            raise
+        raise ConfigError(
+            f"mailbox {redact_url(mailbox)} needs the Redis client, which is not installed: "
+            "pip install 'baton[redis]'"
+        ) from None
+    return Distributed
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +174,10 @@ class Runtime:
         async with AsyncExitStack() as backends:
             distributed: Distributed | None = None
             if mailbox_factory is None and is_redis_url(settings.mailbox):
-                # Imported here: `import baton` does not load redis-py.
-                from baton.runtime.distributed import Distributed  # noqa: PLC0415
-
                 distributed = await backends.enter_async_context(
-                    Distributed.open(settings.mailbox, settings.redis, max_attempts=attempts)
+                    _redis_backend(settings.mailbox).open(
+                        settings.mailbox, settings.redis, max_attempts=attempts
+                    )
                 )
                 mailbox_factory = distributed.mailbox
             elif mailbox_factory is None and root is not None and settings.mailbox == "sqlite":
@@ -181,14 +197,8 @@ class Runtime:
                     workspace=root,
                     config=config,
                     token_log=token_log,
-                    policy=policy
-                    or SupervisorPolicy(
-                        max_attempts=supervision.max_attempts,
-                        max_restarts=supervision.max_restarts,
-                        restart_window=supervision.restart_window,
-                        backoff_initial=supervision.backoff_initial,
-                        backoff_max=supervision.backoff_max,
-                    ),
+                    # `[runtime.supervision]`'s keys are SupervisorPolicy's own field names.
+                    policy=policy or SupervisorPolicy(**supervision.model_dump()),
                     mailbox_factory=mailbox_factory or memory_mailboxes,
                     mailbox_capacity=mailbox_capacity or settings.mailbox_capacity,
                     shutdown_timeout=(

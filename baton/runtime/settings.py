@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from baton.errors import ConfigError
+from baton.errors import ConfigError, validation_problems
 
 CONFIG_FILE = "baton.toml"
 ENV_PREFIX = "BATON_"
@@ -140,13 +140,7 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 def describe_errors(error: ValidationError, source: str) -> str:
     """One line naming each bad or unknown key of a config that did not validate."""
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"])
-        if item["type"] == "extra_forbidden":
-            problems.append(f"unknown key {where!r}")
-        else:
-            problems.append(f"{where}: {item['msg']}")
+    problems = validation_problems(error, show_input=False, unknown_keys=True)
     return f"invalid configuration in {source}: " + "; ".join(problems)
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from baton.runtime.backoff import Backoff
+
 
 @dataclass(frozen=True, slots=True)
 class SupervisorPolicy:
@@ -35,6 +37,11 @@ class SupervisorPolicy:
         if self.max_restarts < 0 or self.restart_window <= 0:
             raise ValueError("max_restarts must be >= 0 and restart_window > 0")
 
+    @property
+    def backoff(self) -> Backoff:
+        """The restart schedule these settings describe (no jitter)."""
+        return Backoff(self.backoff_initial, self.backoff_factor, self.backoff_max, jitter=0.0)
+
 
 class RestartTracker:
     """Counts one actor's restarts against the policy's intensity limit and backoff."""
@@ -57,10 +64,7 @@ class RestartTracker:
 
     def next_delay(self) -> float:
         """The backoff before this restart; grows with consecutive failures."""
-        policy = self._policy
-        delay = min(
-            policy.backoff_max, policy.backoff_initial * policy.backoff_factor**self._consecutive
-        )
+        delay = self._policy.backoff.delay(self._consecutive)
         self._consecutive += 1
         return delay
 

@@ -33,6 +33,11 @@ DEFAULT_BACKUPS = 5
 _FOLLOW_BUFFER = 10_000
 _CONTEXT_KEYS = ("scenario", "conversation")
 
+capture_sinks: list[list[dict[str, Any]]] = []
+"""Lists that every validated record of every `TokenLog` in the process is also appended to
+(a copy each, `ts` included), while they are here: `baton.testing.capture_token_log()` adds
+and removes them. Empty unless something captures, which costs `emit` one truthiness check."""
+
 
 def _add_context(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     """Fill `actor`, `scenario` and `conversation` from the running task's context."""
@@ -51,6 +56,9 @@ def _validate(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
         log.error("token_log.invalid_record", record_event=event_dict.get("event"), error=str(exc))
         raise structlog.DropEvent from None
     dumped: EventDict = record.model_dump(mode="json", by_alias=True)
+    if capture_sinks:
+        for sink in capture_sinks:
+            sink.append(dict(dumped))
     return dumped
 
 

@@ -1,7 +1,7 @@
-"""The token log's record schema (DESIGN §7): one pydantic model per event.
+"""The token log's record schema (docs/token-log.md, "Fields"): one pydantic model per event.
 
 Every line carries `ts`, `event`, `actor`, `scenario` and `conversation`; each event adds its
-own fields. README documents every field from these models.
+own fields. README and docs/token-log.md document every field from these models.
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from baton.actors.messages import ScenarioState
 from baton.runtime.context_status import ContextFill
+from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 
 MAX_TIMEOUT = 3600.0
 DEFAULT_TELL_TIMEOUT = 10.0
-DEFAULT_ASK_TIMEOUT = 60.0
 
 
 class _Body(BaseModel):
@@ -72,10 +72,6 @@ def utf8_safe(value: Any) -> Any:
     if isinstance(value, list):
         return [utf8_safe(item) for item in value]
     return value
-
-
-class RejectRequest(_Body):
-    reason: str = Field(min_length=1, description="why; it goes back to Init")
 
 
 class Told(_Body):

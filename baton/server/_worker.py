@@ -16,8 +16,8 @@ from typing import TextIO
 import anyio
 import structlog
 
+from baton.actors.messages import SCHEDULER
 from baton.actors.pipeline import check_roles, open_pipeline
-from baton.actors.roles import SCHEDULER
 from baton.errors import CommandLineError, UsageError
 from baton.runtime.runtime import Runtime
 from baton.runtime.settings import is_redis_url, redact_url

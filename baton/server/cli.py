@@ -1,4 +1,4 @@
-"""The `baton` command line (DESIGN §7).
+"""The `baton` command line (README.md, "Running baton"; docs/architecture.md, "server/").
 
 Exit codes: 0 success, 1 failure (any baton error: no runtime, unknown actor, a timeout...),
 2 usage (the command line itself is wrong). An error is one line on stderr saying what to do.

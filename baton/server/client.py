@@ -26,8 +26,8 @@ from pydantic import BaseModel
 from baton.actors.messages import ScenarioState
 from baton.errors import BatonError, NoRuntimeError, RuntimeFailure, UsageError
 from baton.runtime._error_wire import rebuild_error
+from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.server._control_models import (
-    DEFAULT_ASK_TIMEOUT,
     AskReply,
     Health,
     StatusReport,

@@ -8,9 +8,7 @@ Endpoints (OpenAPI at `/openapi.json`, docs at `/docs`):
 | `GET /status` | actors, context fill, scenarios, pending approvals, dead letters | 200 |
 | `POST /actors/{name}/tell` | queue `{"type", "payload", "timeout"?}` | 202; 400 422 404 409 503 |
 | `POST /actors/{name}/ask` | ask the same, reply as JSON | 200; 400 422 404 409 502 504 |
-| `POST /scenarios` | submit `{"scenario", "requirement"?}` | 200; 409 without scheduler |
-| `GET /scenarios`, `GET /scenarios/{name}` | scenario state | 200; 404; 409 |
-| `POST /scenarios/{name}/approve`, `.../reject` | HITL-1 decision | 200; 409 |
+| `/scenarios...` | the pipeline's routes (`baton.actors.pipeline_api`) | |
 | `POST /stop` | ask the process to stop gracefully | 202 |
 | `GET /tokens?follow=&actor=&event=` | token-log records as NDJSON | 200 |
 
@@ -40,33 +38,23 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from baton.actors.messages import (
-    SCHEDULER,
-    Approve,
-    Reject,
-    ScenarioQuery,
-    ScenarioState,
-    StartScenario,
-)
+from baton.actors.pipeline_api import scenario_router, scenario_status
 from baton.errors import (
     BatonError,
     ControlRequestError,
     InvalidPayloadError,
     MailboxStillFullError,
-    NoSchedulerError,
-    SchedulerReplyFailure,
-    UnknownScenarioError,
+    validation_problems,
 )
 from baton.runtime._error_wire import ErrorBody, ErrorDetail, error_body, status_for
+from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.runtime.runtime import Runtime
 from baton.server._control_models import (
-    DEFAULT_ASK_TIMEOUT,
     DEFAULT_TELL_TIMEOUT,
     ActorReport,
     AskReply,
     Health,
     MessageRequest,
-    RejectRequest,
     StatusReport,
     StopAccepted,
     Told,
@@ -77,8 +65,6 @@ from baton.server._token_stream import NDJSON, FollowResponse, file_lines
 
 log = structlog.get_logger(__name__)
 
-SCHEDULER_TIMEOUT = 30.0
-STATUS_SCHEDULER_TIMEOUT = 5.0
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody} for status in (400, 404, 409, 422, 502, 503, 504)
 }
@@ -95,11 +81,7 @@ def _baton_error_response(error: BatonError) -> JSONResponse:
 
 
 def _problems(errors: list[Any]) -> str:
-    parts = []
-    for item in errors[:10]:
-        where = ".".join(str(part) for part in item.get("loc", ()))
-        parts.append(f"{where}: {item.get('msg', 'invalid')}" if where else item.get("msg", ""))
-    return "; ".join(parts)
+    return "; ".join(validation_problems(errors, show_input=False)[:10])
 
 
 class _CatchAll:
@@ -154,33 +136,6 @@ async def _build_message(runtime: Runtime, actor: str, request: MessageRequest) 
         raise InvalidPayloadError(
             f"invalid payload for {request.type} (actor {actor!r}): {exc} — fix it and resend"
         ) from None
-
-
-def _scenario_message(build: Callable[[], BaseModel]) -> BaseModel:
-    try:
-        return build()
-    except ValidationError as exc:
-        raise ControlRequestError(
-            f"invalid scenario request: {_problems(exc.errors(include_url=False))}"
-        ) from None
-
-
-async def _ask_scheduler(runtime: Runtime, message: BaseModel, timeout: float) -> Any:
-    if not runtime.is_alive(SCHEDULER):
-        raise NoSchedulerError
-    return await runtime.ask(SCHEDULER, message, timeout=timeout)
-
-
-def _one_state(reply: Any) -> ScenarioState:
-    if not isinstance(reply, ScenarioState):
-        raise SchedulerReplyFailure(reply)
-    return reply
-
-
-def _states(reply: Any) -> list[ScenarioState]:
-    if not isinstance(reply, list) or not all(isinstance(s, ScenarioState) for s in reply):
-        raise SchedulerReplyFailure(reply)
-    return reply
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -252,25 +207,18 @@ async def _status_report(runtime: Runtime) -> StatusReport:
         )
         for actor in runtime.status()
     ]
-    scheduler = runtime.is_alive(SCHEDULER)
-    scenarios: list[ScenarioState] = []
-    problem = None
-    if scheduler:
-        try:
-            reply = await runtime.ask(SCHEDULER, ScenarioQuery(), timeout=STATUS_SCHEDULER_TIMEOUT)
-            scenarios = _states(reply)
-        except BatonError as exc:
-            problem = str(exc)
+    pipeline = await scenario_status(runtime)
+    scenarios = pipeline.scenarios
     token_path = runtime.token_log.path
     return StatusReport.model_validate(
         {
             "pid": os.getpid(),
             "workspace": str(runtime.workspace) if runtime.workspace else None,
             "actors": actors,
-            "scheduler": scheduler,
+            "scheduler": pipeline.scheduler,
             "scenarios": scenarios,
             "pending_approvals": [s for s in scenarios if s.phase == "awaiting_approval"],
-            "scenarios_error": problem,
+            "scenarios_error": pipeline.error,
             "dead_letters": runtime.dead_letters.total,
             "token_log": str(token_path) if token_path else None,
             "token_records": runtime.token_log.written,
@@ -298,39 +246,6 @@ def _actor_routes(app: FastAPI, runtime: Runtime) -> None:
         reply = await runtime.ask(name, message, timeout=timeout, sender="control")
         reply_type = type(reply).__name__ if isinstance(reply, BaseModel) else None
         return AskReply(actor=name, type=reply_type, reply=_reply_json(reply))
-
-
-def _scenario_routes(app: FastAPI, runtime: Runtime) -> None:
-    @app.post("/scenarios", response_model=ScenarioState)
-    async def submit(request: StartScenario) -> ScenarioState:
-        """Submit a scenario to the scheduler (nothing new starts if it is already active)."""
-        return _one_state(await _ask_scheduler(runtime, request, SCHEDULER_TIMEOUT))
-
-    @app.get("/scenarios", response_model=list[ScenarioState])
-    async def scenarios() -> list[ScenarioState]:
-        """Every scenario the scheduler knows."""
-        return _states(await _ask_scheduler(runtime, ScenarioQuery(), SCHEDULER_TIMEOUT))
-
-    @app.get("/scenarios/{name}", response_model=ScenarioState)
-    async def scenario(name: str) -> ScenarioState:
-        """One scenario's state; 404 when the scheduler knows no such scenario."""
-        query = _scenario_message(lambda: ScenarioQuery(scenario=name))
-        reply = await _ask_scheduler(runtime, query, SCHEDULER_TIMEOUT)
-        if reply is None:
-            raise UnknownScenarioError(name)
-        return _one_state(reply)
-
-    @app.post("/scenarios/{name}/approve", response_model=ScenarioState)
-    async def approve(name: str) -> ScenarioState:
-        """Approve the scenario's pending Init → Execute handoff."""
-        message = _scenario_message(lambda: Approve(scenario=name))
-        return _one_state(await _ask_scheduler(runtime, message, SCHEDULER_TIMEOUT))
-
-    @app.post("/scenarios/{name}/reject", response_model=ScenarioState)
-    async def reject(name: str, request: RejectRequest) -> ScenarioState:
-        """Reject the pending handoff; the reason goes back to Init."""
-        message = _scenario_message(lambda: Reject(scenario=name, reason=request.reason))
-        return _one_state(await _ask_scheduler(runtime, message, SCHEDULER_TIMEOUT))
 
 
 def _token_routes(app: FastAPI, runtime: Runtime, closing: anyio.Event) -> None:
@@ -377,6 +292,6 @@ def create_control_app(
     _install_error_handlers(app)
     _process_routes(app, runtime, on_stop)
     _actor_routes(app, runtime)
-    _scenario_routes(app, runtime)
+    app.include_router(scenario_router(runtime))  # the pipeline's own routes
     _token_routes(app, runtime, closing if closing is not None else anyio.Event())
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -18,32 +18,11 @@ from baton.errors import UsageError
 from baton.runtime.runtime import Runtime
 from baton.server._workspace_claim import WorkspaceClaim, claim_workspace
 from baton.server.control_api import create_control_app
+from baton.server.embedded_uvicorn import EmbeddedUvicorn
 
 log = structlog.get_logger(__name__)
 
 GRACEFUL_TIMEOUT = 5
-
-
-class _Uvicorn(uvicorn.Server):
-    """uvicorn, stopped by an event, leaving signals to the process that embeds it."""
-
-    def __init__(self, config: uvicorn.Config, stop: anyio.Event, started: Callable[[], None]):
-        super().__init__(config)
-        self._stop = stop
-        self._started = started
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        # `baton run` drains the runtime on SIGINT/SIGTERM; uvicorn must not take them.
-        yield
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        self._started()
-
-    async def main_loop(self) -> None:
-        await self.on_tick(0)  # sets the Date header once
-        await self._stop.wait()
 
 
 def _bind(path: Path) -> socket.socket:
@@ -122,7 +101,7 @@ class ControlServer:
                 server_header=False,
                 timeout_graceful_shutdown=GRACEFUL_TIMEOUT,
             )
-            server = _Uvicorn(config, self._stopped, task_status.started)
+            server = EmbeddedUvicorn(config, self._stopped, task_status.started)
             await server.serve(sockets=[sock])
         finally:
             sock.close()

@@ -64,6 +64,19 @@
     in the test body: a pytest-asyncio yield fixture sets up and tears down in different tasks,
     which the stand-in's task group does not allow (anyio's pytest plugin does not have that
     problem).
+
+`capture_token_log()`, `read_token_log(path_or_workspace)`
+    The token log without parsing it by hand. `with capture_token_log() as records:` collects
+    every record any `TokenLog` in the process emits inside the block (a runtime with or
+    without a workspace), in order, as the validated dicts written to the file (`ts`
+    included); blocks nest. `read_token_log` reads a log file, or a workspace's
+    `.baton/logs/tokens.jsonl`, rotated files first, oldest first (`skip_torn=True` skips a
+    line a killed process left unfinished)::
+
+        with capture_token_log() as records:
+            async with Runtime.open(workspace) as rt:   # a fresh workspace
+                ...
+        assert read_token_log(workspace) == records
 """
 
 from __future__ import annotations
@@ -87,6 +100,7 @@ from baton.testing._standin_state import (
     default_standin_policy,
 )
 from baton.testing._standin_thinking import HIDDEN_THINKING_TOKENS, DroppedBlock
+from baton.testing._token_log import capture_token_log, read_token_log
 
 __all__ = [
     "DEFAULT_API_KEY",
@@ -107,5 +121,7 @@ __all__ = [
     "StandInModel",
     "StandInPolicy",
     "bind_call",
+    "capture_token_log",
     "default_standin_policy",
+    "read_token_log",
 ]

@@ -163,13 +163,20 @@ class StandInApp:
             return body, fault, answer
         return body, fault, None
 
-    def _model_problem(self, body: Any) -> Response | None:
-        model = body.get("model") if isinstance(body, Mapping) else None
-        if isinstance(model, str) and model not in self.state.models:
-            return self._error(404, f"model: {model}")
-        if isinstance(model, str) and self.state.models[model].lifecycle == "retired":
-            return self._error(404, self.state.models[model].retired_message())
-        return None
+    def _card(
+        self, request: Request, endpoint: Endpoint, body: Any, problems: list[str]
+    ) -> StandInModel | Response:
+        """The model a request is for, or the answer to a request that cannot be served: a
+        400 listing `problems`, else a 404 for an unknown or retired model (recorded)."""
+        if problems:
+            self._record(request, endpoint, body, 400, problems=tuple(problems))
+            return self._error(400, "; ".join(problems))
+        model = body["model"]
+        card = self.state.models.get(model)
+        if card is None or card.lifecycle == "retired":
+            self._record(request, endpoint, body, 404)
+            return self._error(404, f"model: {model}" if card is None else card.retired_message())
+        return card
 
     def _review(self, body: Mapping[str, Any], card: StandInModel) -> BlockReview:
         """The model's own rules and the thinking blocks: problems, and what the model sees."""
@@ -189,13 +196,9 @@ class StandInApp:
         stream = isinstance(body, Mapping) and body.get("stream") is True
         if isinstance(body, Mapping) and not isinstance(body.get("stream", False), bool):
             problems.append("stream: Input should be a valid boolean")
-        if problems:
-            self._record(request, "messages", body, 400, problems=tuple(problems))
-            return self._error(400, "; ".join(problems))
-        if (missing := self._model_problem(body)) is not None:
-            self._record(request, "messages", body, 404)
-            return missing
-        card = self.state.models[body["model"]]
+        card = self._card(request, "messages", body, problems)
+        if isinstance(card, Response):
+            return card
         if body["max_tokens"] > card.max_tokens:
             message = (
                 f"max_tokens: {body['max_tokens']} > {card.max_tokens}, which is the maximum "
@@ -333,13 +336,9 @@ class StandInApp:
             problems += validate_request({**body, "max_tokens": 1})
         else:
             problems += validate_request(body)
-        if problems:
-            self._record(request, "count_tokens", body, 400, problems=tuple(problems))
-            return self._error(400, "; ".join(problems))
-        if (missing := self._model_problem(body)) is not None:
-            self._record(request, "count_tokens", body, 404)
-            return missing
-        card = self.state.models[body["model"]]
+        card = self._card(request, "count_tokens", body, problems)
+        if isinstance(card, Response):
+            return card
         review = self._review(body, card)
         dropped = tuple(review.dropped)
         if review.problems:

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from baton.actors._prefix_cache import CacheUsage
 from baton.context.model_rules import EFFORT_LEVELS, ModelRules, rules_for
+from baton.context.prompt_cache import CacheUsage
 
 ThinkingDisplay = Literal["summarized", "omitted"]
 _THINKING_TYPES = ("adaptive", "between_tools", "disabled", "enabled")
@@ -213,7 +213,7 @@ _ROWS = [
     _fifth("claude-sonnet-5", "Claude Sonnet 5", "2026-04-14"),
     _row("claude-opus-4-5", "Claude Opus 4.5", 200_000, 64_000, created_at=_day("2025-11-24")),
     _row("claude-haiku-4-5", "Claude Haiku 4.5", 200_000, 64_000, created_at=_day("2025-10-15")),
-    # The 1M window of seed 000's Execute agent, so baton's default config fits; retires_at
+    # A 1M window, as the default budgets give the Execute agent, so that config fits; retires_at
     # is the announced end of life of Sonnet 4.5 (deprecated_at is illustrative).
     _row(
         "claude-sonnet-4-5",

@@ -18,10 +18,11 @@ import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 
-from baton.actors._prefix_cache import PrefixCache
 from baton.actors.anthropic_model import AnthropicModel
 from baton.actors.model import Model
 from baton.actors.scripted_model import ScriptedResponse
+from baton.context.prompt_cache import PrefixCache
+from baton.server.embedded_uvicorn import EmbeddedUvicorn
 from baton.testing._standin_app import StandInApp
 from baton.testing._standin_models import DEFAULT_MODELS, StandInModel
 from baton.testing._standin_state import (
@@ -36,30 +37,6 @@ from baton.testing._standin_state import (
 
 DEFAULT_API_KEY = "sk-ant-standin-test-key"
 _HOST = "127.0.0.1"
-
-
-class _Server(uvicorn.Server):
-    """uvicorn, told when to stop by an event and leaving the host process's signals alone."""
-
-    def __init__(
-        self, config: uvicorn.Config, stop: anyio.Event, on_started: Callable[[], None]
-    ) -> None:
-        super().__init__(config)
-        self._stop = stop
-        self._on_started = on_started
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        # The stand-in lives inside a test process; Ctrl+C belongs to the test runner.
-        yield
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        self._on_started()
-
-    async def main_loop(self) -> None:
-        await self.on_tick(0)  # sets the Date header once
-        await self._stop.wait()
 
 
 class MessagesAPIStandIn:
@@ -164,7 +141,7 @@ class MessagesAPIStandIn:
             access_log=False,
             timeout_graceful_shutdown=1,
         )
-        server = _Server(config, self.state.stop, lambda: task_status.started(port))
+        server = EmbeddedUvicorn(config, self.state.stop, lambda: task_status.started(port))
         await server.serve(sockets=[sock])
 
     @property

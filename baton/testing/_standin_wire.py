@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from baton.actors._prefix_cache import CacheUsage
+from baton.context.prompt_cache import CacheUsage
 
 ERROR_TYPES: dict[int, str] = {
     400: "invalid_request_error",

@@ -12,8 +12,9 @@ from pydantic import BaseModel
 
 from baton import Actor, Runtime, handler
 from baton.actors._agent_state import load_state
-from baton.actors.agent import AgentActor, AgentSetup, ToolHooks
+from baton.actors.agent import AgentActor
 from baton.actors.agent_config import AgentConfig
+from baton.actors.agent_setup import AgentSetup, ToolHooks
 from baton.actors.journal import FileJournalStore
 from baton.actors.messages import Dispatch, HandoffDelivered, Prompt, RoundEnded
 from baton.actors.roles import InitActor, agent_setup, role_toolbox, shipped_prompt
@@ -22,7 +23,7 @@ from baton.actors.tools import Sandbox, Toolbox, ToolOutcome, file_tools
 from baton.context.agent_context import AgentContext
 from baton.context.strategy import ContextBudget
 from baton.context.validation import validate_request
-from baton.runtime.token_log import TOKEN_LOG
+from baton.testing import capture_token_log
 
 
 def config(**overrides: Any) -> AgentConfig:
@@ -38,11 +39,6 @@ def config(**overrides: Any) -> AgentConfig:
 
 def scripted(turns: list[Any], actor: str = "init") -> ScriptedModel:
     return ScriptedModel(Script.model_validate({"actors": {actor: turns}}))
-
-
-def token_lines(workspace: Path) -> list[dict[str, Any]]:
-    path = workspace / TOKEN_LOG
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def assert_all_requests_valid(model: ScriptedModel) -> None:
@@ -121,10 +117,10 @@ async def test_a_multi_round_conversation_uses_tools_and_compacts(tmp_path: Path
             token_log=rt.token_log,
         )
         await rt.spawn("init", InitActor, setup)
-        assert "Round one done." == await rt.ask("init", Prompt(text="summarise big.txt"))
-        assert "Round two done." == await rt.ask("init", Prompt(text="and the notes?"))
+        with capture_token_log() as lines:
+            assert "Round one done." == await rt.ask("init", Prompt(text="summarise big.txt"))
+            assert "Round two done." == await rt.ask("init", Prompt(text="and the notes?"))
     assert_all_requests_valid(model)
-    lines = token_lines(tmp_path)
     turn_calls = [
         line for line in lines if line["event"] == "model.call" and line["purpose"] == "turn"
     ]
@@ -328,7 +324,8 @@ async def test_an_invalid_handoff_is_corrected_on_the_next_step(tmp_path: Path) 
             token_log=rt.token_log,
         )
         await rt.spawn("init", InitActor, setup)
-        await rt.ask("init", Prompt(text="design the leave scenario"))
+        with capture_token_log() as lines:
+            await rt.ask("init", Prompt(text="design the leave scenario"))
     records = await FileJournalStore(tmp_path).read("init", "main")
     steps = [r["step"] for r in records if r["type"] == "step"]
     refused = steps[1]["results"][0]
@@ -341,7 +338,7 @@ async def test_an_invalid_handoff_is_corrected_on_the_next_step(tmp_path: Path) 
     assert ("init_to_execute", files) == (package.handoff_type, package.design_artifacts)
     facts = {r["type"] for r in records}
     assert "facts" in facts
-    sent = [line for line in token_lines(tmp_path) if line["event"] == "handoff.sent"]
+    sent = [line for line in lines if line["event"] == "handoff.sent"]
     assert [("init", "scheduler", "init_to_execute")] == [
         (line["from"], line["to"], line["handoff_type"]) for line in sent
     ]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from structlog.testing import capture_logs
 
@@ -14,7 +12,7 @@ from baton.actors.journal import FileJournalStore
 from baton.actors.messages import Prompt
 from baton.actors.roles import InitActor, agent_setup
 from baton.runtime.token_log import TOKEN_LOG
-from baton.testing import DEFAULT_MODELS, MessagesAPIStandIn
+from baton.testing import DEFAULT_MODELS, MessagesAPIStandIn, capture_token_log
 from tests.tool_loop import FINAL_ANSWER, ToolLoop, continuations
 
 PARTS = [f"docs/part_{n}.md" for n in range(4)]
@@ -25,10 +23,6 @@ def write_parts(workspace: Path) -> None:
         file = workspace / path
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text("\n".join(f"part {n} line {i}: {'leave rule ' * 8}" for i in range(80)))
-
-
-def token_lines(workspace: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (workspace / TOKEN_LOG).read_text().splitlines()]
 
 
 async def test_a_twenty_step_thinking_loop_compacts_twice_and_no_request_is_refused(
@@ -66,13 +60,12 @@ async def test_a_twenty_step_thinking_loop_compacts_twice_and_no_request_is_refu
             token_log=rt.token_log,
         )
         await rt.spawn("init", InitActor, setup)
-        with capture_logs() as logs:
+        with capture_logs() as logs, capture_token_log() as lines:
             reply = await rt.ask("init", Prompt(text="Read the four parts, in turn."), timeout=60)
         requests = api.requests_to("messages")
     assert FINAL_ANSWER == reply
     assert 23 == loop.turns
     assert {200} == {r.status for r in requests}
-    lines = token_lines(tmp_path)
     compacted = [line for line in lines if line["event"] == "context.compacted"]
     assert 2 <= len(compacted)
     assert {"llm"} == {line["mode"] for line in compacted}

@@ -24,7 +24,7 @@ from baton.actors.pipeline import open_pipeline
 from baton.actors.scheduler import MAX_NUDGES
 from baton.context.packages import InitToExecuteContext
 from baton.errors import UsageError
-from baton.runtime.token_log import TOKEN_LOG
+from baton.testing import read_token_log
 
 NAME = "mini"
 BASE = f"scenarios/{NAME}"
@@ -170,11 +170,6 @@ async def wait_for_phase(rt: Runtime, *phases: str) -> ScenarioState:
             await anyio.wait_all_tasks_blocked()
 
 
-def token_events(workspace: Path) -> list[dict[str, Any]]:
-    path = workspace / TOKEN_LOG
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 async def test_a_scenario_completes_after_approval(tmp_path: Path) -> None:
     """Init designs and hands off, the handoff waits, approval sends it to Execute, and the
     passing iteration completes the scenario."""
@@ -188,7 +183,7 @@ async def test_a_scenario_completes_after_approval(tmp_path: Path) -> None:
         await rt.ask("scheduler", Approve(scenario=NAME))
         done = await wait_for_phase(rt, "completed", "failed")
     assert ("completed", 1) == (done.phase, done.iteration)
-    events = token_events(tmp_path)
+    events = read_token_log(tmp_path)
     sent = {(e["from"], e["handoff_type"]) for e in events if e["event"] == "handoff.sent"}
     assert {("init", "init_to_execute"), ("execute", "scenario_complete")} <= sent
     assert {"offline-scripted"} == {e["model"] for e in events if e["event"] == "model.call"}

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from baton.actors._prefix_cache import iter_segments
 from baton.actors.model import CallContext, Model, ModelResponse, TokenCounter, bind_call
 from baton.actors.scripted_model import (
     OFFLINE_MODEL_NAME,
@@ -18,6 +17,7 @@ from baton.actors.scripted_model import (
     ScriptedResponse,
 )
 from baton.context.payload import Payload, ToolSpec
+from baton.context.prompt_cache import iter_segments
 from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens
 from baton.context.validation import validate_request
 from baton.errors import (

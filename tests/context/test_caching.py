@@ -5,13 +5,9 @@ from __future__ import annotations
 import pytest
 from ctx_factories import TOOLS
 
-from baton.context.caching import (
-    CacheCharge,
-    PromptCacheSimulator,
-    choose_anchors,
-    place_breakpoints,
-)
+from baton.context.caching import choose_anchors, place_breakpoints
 from baton.context.payload import Message, Payload
+from baton.context.prompt_cache import CacheUsage, PrefixCache
 from baton.context.tokens import estimate_payload_tokens
 from baton.context.validation import validate_request
 
@@ -65,36 +61,36 @@ def test_a_repeated_prefix_is_read_at_a_tenth() -> None:
     """First call writes the prefix at 1.25x; the same call again reads it at 0.1x."""
     payload = place_breakpoints({"max_tokens": 10, "messages": _messages(3)}, [("message", 2, 0)])
     total = estimate_payload_tokens(payload)
-    cache = PromptCacheSimulator()
-    first = cache.charge(payload)
-    second = cache.charge(payload)
-    assert CacheCharge(0, total, 0) == first
-    assert CacheCharge(0, 0, total) == second
+    cache = PrefixCache()
+    first = cache.usage_for(payload)
+    second = cache.usage_for(payload)
+    assert CacheUsage(0, total, 0) == first
+    assert CacheUsage(0, 0, total) == second
     assert pytest.approx(total * 1.25) == first.billed
     assert pytest.approx(total * 0.1) == second.billed
 
 
 def test_a_grown_conversation_reads_the_old_prefix_and_writes_the_new_part() -> None:
     """Appending messages: the previous breakpoint is found by looking back from the new one."""
-    cache = PromptCacheSimulator()
+    cache = PrefixCache()
     small = place_breakpoints({"max_tokens": 10, "messages": _messages(3)}, [("message", 2, 0)])
     big = place_breakpoints({"max_tokens": 10, "messages": _messages(5)}, [("message", 4, 0)])
-    cache.charge(small)
-    charge = cache.charge(big)
+    cache.usage_for(small)
+    charge = cache.usage_for(big)
     assert estimate_payload_tokens(small) == charge.cache_read_input_tokens
     assert estimate_payload_tokens(big) == charge.total
 
 
 def test_a_change_early_in_the_prefix_misses() -> None:
     """Rewriting an early message invalidates everything after it."""
-    cache = PromptCacheSimulator()
+    cache = PrefixCache()
     before = _messages(5)
     after = [
         {"role": "user", "content": [{"type": "text", "text": "changed " + "w" * 2000}]},
         *before[1:],
     ]
-    cache.charge(place_breakpoints({"max_tokens": 1, "messages": before}, [("message", 4, 0)]))
-    charge = cache.charge(
+    cache.usage_for(place_breakpoints({"max_tokens": 1, "messages": before}, [("message", 4, 0)]))
+    charge = cache.usage_for(
         place_breakpoints({"max_tokens": 1, "messages": after}, [("message", 4, 0)])
     )  # type: ignore[typeddict-item]
     assert 0 == charge.cache_read_input_tokens
@@ -105,9 +101,9 @@ def test_short_prefixes_are_not_cached() -> None:
     payload = place_breakpoints(
         {"max_tokens": 1, "messages": _messages(1, 10)}, [("message", 0, 0)]
     )
-    cache = PromptCacheSimulator()
-    cache.charge(payload)
-    charge = cache.charge(payload)
+    cache = PrefixCache()
+    cache.usage_for(payload)
+    charge = cache.usage_for(payload)
     assert (charge.total, 0, 0) == (
         charge.input_tokens,
         charge.cache_creation_input_tokens,

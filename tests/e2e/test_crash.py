@@ -24,6 +24,7 @@ from typing import Any
 
 from baton.actors.journal import decode_line
 from baton.mailboxes.sqlite import DATABASE
+from baton.testing import read_token_log
 from tests.e2e.test_process import BATON, SCENARIO, env, scenario_workspace
 
 CRASH_ROUNDS = int(os.environ.get("BATON_CRASH_ROUNDS", "3"))
@@ -78,15 +79,10 @@ def journal_steps(workspace: Path) -> Counter[tuple[str, str, str, int]]:
 
 def logged_calls(workspace: Path) -> Counter[tuple[str, str, str, int]]:
     calls: Counter[tuple[str, str, str, int]] = Counter()
-    for path in (workspace / ".baton" / "logs").glob("tokens.jsonl*"):
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("event") == "model.call":
-                key = (record["actor"], record["conversation"], record["purpose"], record["turn"])
-                calls[key] += 1
+    for record in read_token_log(workspace, skip_torn=True):  # a SIGKILL may tear a line
+        if record.get("event") == "model.call":
+            key = (record["actor"], record["conversation"], record["purpose"], record["turn"])
+            calls[key] += 1
     return calls
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,7 @@ from baton.actors.messages import ScenarioQuery, ScenarioState, StartScenario
 from baton.actors.offline_model import OfflineModel
 from baton.actors.pipeline import open_pipeline
 from baton.context.validation import validate_request
-from baton.runtime.token_log import TOKEN_LOG
-from baton.testing import MessagesAPIStandIn
+from baton.testing import MessagesAPIStandIn, read_token_log
 from tests.tool_loop import continuations
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,10 +61,6 @@ async def run_to_end(ws: Path, environ: dict[str, str]) -> tuple[ScenarioState, 
     return state, calls
 
 
-def token_lines(ws: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (ws / TOKEN_LOG).read_text().splitlines()]
-
-
 async def check_artifacts(ws: Path) -> None:
     store = ArtifactStore(ws)
     assert [1, 2] == await store.iterations(NAME)
@@ -104,7 +98,7 @@ async def test_leave_application_completes_offline(tmp_path: Path) -> None:
     state, calls = await run_to_end(ws, environ={})
     assert ("completed", 2) == (state.phase, state.iteration)
     await check_artifacts(ws)
-    lines = token_lines(ws)
+    lines = read_token_log(ws)
     sent = {(e["from"], e["handoff_type"]) for e in lines if e["event"] == "handoff.sent"}
     assert {
         ("init", "init_to_execute"),
@@ -164,7 +158,7 @@ async def test_the_same_run_over_http_through_the_real_sdk_is_identical(
     def calls(ws: Path) -> dict[str, list[tuple[int, str, int]]]:
         """Each actor's calls and compactions in order (actors interleave by timing)."""
         by_actor: dict[str, list[tuple[int, str, int]]] = {}
-        for e in token_lines(ws):
+        for e in read_token_log(ws):
             if e["event"] == "model.call":
                 by_actor.setdefault(e["actor"], []).append((e["turn"], e["purpose"], 0))
             elif e["event"] == "context.compacted":
@@ -199,6 +193,6 @@ async def test_the_run_on_the_current_models_with_thinking_completes(
     sent_back = continuations(requests)
     assert sent_back
     assert all(content[0]["type"] == "thinking" for content in sent_back)
-    lines = token_lines(online_ws)
+    lines = read_token_log(online_ws)
     assert {"init", "execute"} <= {e["actor"] for e in lines if e["event"] == "context.compacted"}
     assert output_files(offline_ws) == output_files(online_ws)

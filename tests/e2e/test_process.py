@@ -23,6 +23,7 @@ import anyio
 
 import baton
 from baton.actors.pipeline import model_mode
+from baton.testing import read_token_log
 
 BATON = str(Path(sys.executable).parent / "baton")
 HERE = Path(__file__).resolve().parent
@@ -141,7 +142,7 @@ def test_cli_and_client_drive_a_running_process_until_sigterm(tmp_path: Path) ->
         second = cli(ws, "run")
         submitted = cli(ws, "submit", "leave_application")
         code = proc.stop()
-    lines = (ws / ".baton" / "logs" / "tokens.jsonl").read_text().splitlines()
+    records = read_token_log(ws)
     assert (
         f"baton: {model_mode({})} · workspace {ws} · socket "
         f"{ws}/.baton/control.sock · token log {ws}/.baton/logs/tokens.jsonl"
@@ -165,7 +166,6 @@ def test_cli_and_client_drive_a_running_process_until_sigterm(tmp_path: Path) ->
     assert (1, 1) == (submitted.returncode, len(submitted.stderr.splitlines()))
     assert "no scenario 'leave_application'" in submitted.stderr
     assert (0, [False, False]) == (code, control_files(ws))
-    records = [json.loads(line) for line in lines]
     # The client saw the 4 records of the failing ask; the refused submit adds its dead letter.
     assert 4 == token_records
     assert ["message.dead_lettered"] == [r["event"] for r in records[4:]]
@@ -268,9 +268,7 @@ def test_readme_main_job_runs_the_scenario_offline_and_again(tmp_path: Path) -> 
         assert lines[-1].startswith(f"ended {SCENARIO}: completed (iteration 2)")
     outputs = ws / "scenarios" / SCENARIO / "execution_outputs"
     assert (outputs / "iteration_2" / "failure_summary.json").is_file()
-    records = [
-        json.loads(line) for line in (ws / ".baton/logs/tokens.jsonl").read_text().splitlines()
-    ]
+    records = read_token_log(ws)
     calls = [r for r in records if r["event"] == "model.call"]
     assert {"offline-scripted"} == {r["model"] for r in calls}
     runs_seen = {r["conversation"] for r in calls if r["actor"] == "init"}

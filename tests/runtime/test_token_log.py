@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from structlog.testing import capture_logs
 
 from baton import Actor, Runtime
 from baton.runtime.token_log import TOKEN_LOG, TokenLog
+from baton.testing import read_token_log
 
 
 class Idle(Actor):
@@ -40,17 +40,13 @@ def model_call(turn: int, **overrides: Any) -> dict[str, Any]:
     return fields
 
 
-def read_lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 async def test_a_model_call_is_one_json_line_with_every_field(tmp_path: Path) -> None:
     """`model.call` is written as one line holding DESIGN §7's common and event fields."""
     path = tmp_path / "tokens.jsonl"
     async with TokenLog.open(path) as tokens:
         with structlog.contextvars.bound_contextvars(scenario="leave", conversation="c1"):
             tokens.emit("model.call", **model_call(3))
-    (line,) = read_lines(path)
+    (line,) = read_token_log(path)
     assert {
         "ts", "event", "actor", "scenario", "conversation", "model", "input_tokens",
         "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens",
@@ -75,7 +71,7 @@ async def test_an_invalid_record_is_reported_and_not_written(tmp_path: Path) -> 
             del fields["output_tokens"]
             tokens.emit("model.call", **fields)
             tokens.emit("model.call", **model_call(2))
-    assert [2] == [line["turn"] for line in read_lines(path)]
+    assert [2] == [line["turn"] for line in read_token_log(path)]
     assert ["token_log.invalid_record"] == [e["event"] for e in logs if e["log_level"] == "error"]
 
 
@@ -89,7 +85,7 @@ async def test_rotation_keeps_every_line_whole(tmp_path: Path) -> None:
                 await anyio.lowlevel.checkpoint()  # let the writer flush in several batches
     files = sorted(tmp_path.glob("tokens.jsonl*"))  # noqa: ASYNC240 - the log is closed
     assert len(files) > 3
-    turns = sorted(line["turn"] for f in files for line in read_lines(f))
+    turns = sorted(line["turn"] for line in read_token_log(path))
     assert list(range(200)) == turns
     assert all(f.stat().st_size <= 4096 for f in files)
 
@@ -112,7 +108,7 @@ async def test_runtime_events_reach_the_workspace_token_log(tmp_path: Path) -> N
     async with Runtime.open(tmp_path) as rt:
         await rt.spawn("greeter", Idle)
         await rt.tell("greeter", Stray())
-    (line,) = read_lines(tmp_path / TOKEN_LOG)
+    (line,) = read_token_log(tmp_path / TOKEN_LOG)
     assert ("message.dead_lettered", "greeter", "Stray") == (
         line["event"],
         line["actor"],

@@ -16,9 +16,8 @@ import structlog
 from pydantic import ValidationError
 
 from baton.actors.tools.protocol import Tool, ToolOutcome, tool_spec
-from baton.context.packages import validation_problems
 from baton.context.payload import ToolResultBlock, ToolSpec, ToolUseBlock
-from baton.errors import BatonError, UsageError
+from baton.errors import BatonError, UsageError, validation_problems
 
 log = structlog.get_logger(__name__)
 

@@ -2,9 +2,9 @@
 
 Run from the repository root::
 
-    .venv/bin/python -m scenarios.leave_application.make_offline_script
+    .venv/bin/python -m tools.leave_application_script
 
-The story (issue 6): Init designs the scenario (v1) and hands off; Execute writes iteration 1
+The story: Init designs the scenario (v1) and hands off; Execute writes iteration 1
 (27 samples, 9 pass, a critical Layer-1 problem affecting 37% of them) and returns to Init;
 Init reads the report and two failing samples, revises the design (v2) and hands off again;
 Execute writes iteration 2 (25/27 pass) and completes the scenario.
@@ -20,10 +20,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from baton.actors.artifacts import artifact_model, validate_artifact
-from scenarios.leave_application._turns import Turn, build_turns
+from tools.leave_application_script._turns import Turn, build_turns
+from tools.leave_application_script._world import SCENARIO_DIR
 
 FORMAT: Final = "baton-offline-script/1"
-SCRIPT_PATH: Final = Path(__file__).with_name("offline_script.json")
+REPO: Final = Path(__file__).resolve().parents[2]
+# The script is what a scenario's user runs, so it lives in the scenario's folder, apart from
+# the code that writes it.
+SCRIPT_PATH: Final = REPO / SCENARIO_DIR / "offline_script.json"
 
 
 def _check_artifacts(turns: dict[str, list[Turn]]) -> None:
@@ -51,9 +55,5 @@ def render(script: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    """Write `offline_script.json` next to this file."""
+    """Write `offline_script.json` into the scenario's folder."""
     SCRIPT_PATH.write_text(render(build_script()), encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Final
 
-from scenarios.leave_application._design_formats import format_specifications
-from scenarios.leave_application._design_rules import business_rules
-from scenarios.leave_application._design_yaml import scenario_design
-from scenarios.leave_application._iterations import (
+from tools.leave_application_script._design_formats import format_specifications
+from tools.leave_application_script._design_rules import business_rules
+from tools.leave_application_script._design_yaml import scenario_design
+from tools.leave_application_script._iterations import (
     SampleRun,
     iteration_dir,
     run_iteration,
@@ -21,12 +21,12 @@ from scenarios.leave_application._iterations import (
     sample_text,
     to_json,
 )
-from scenarios.leave_application._packages import (
+from tools.leave_application_script._packages import (
     complete_scenario_input,
     handoff_to_execute_input,
     return_to_init_input,
 )
-from scenarios.leave_application._reports import (
+from tools.leave_application_script._reports import (
     DESIGN_PATHS,
     REPORT_FILE,
     SUMMARY_FILE,

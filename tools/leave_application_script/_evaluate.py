@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from scenarios.leave_application._dialogue import Cause, SampleSpec, fmt_days
-from scenarios.leave_application._simulate import Trace, behaviour_for
-from scenarios.leave_application._world import BALANCES, LEAVE_TYPE_CN, name_of
+from tools.leave_application_script._dialogue import Cause, SampleSpec, fmt_days
+from tools.leave_application_script._simulate import Trace, behaviour_for
+from tools.leave_application_script._world import BALANCES, LEAVE_TYPE_CN, name_of
 
 TOLERANCE: Final = {"v1": 0.0, "v2": 0.01}
 SUBMIT_CHECKERS: Final = (

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from scenarios.leave_application._dialogue import (
+from tools.leave_application_script._dialogue import (
     Agent,
     Lookup,
     Recalc,
@@ -23,7 +23,7 @@ from scenarios.leave_application._dialogue import (
     User,
     fmt_days,
 )
-from scenarios.leave_application._world import (
+from tools.leave_application_script._world import (
     HOLIDAYS,
     LEAVE_TYPE_CN,
     PEOPLE,

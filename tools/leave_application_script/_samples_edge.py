@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from scenarios.leave_application._dialogue import (
+from tools.leave_application_script._dialogue import (
     Agent,
     Lookup,
     Recalc,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from scenarios.leave_application._samples import all_samples
+from tools.leave_application_script._samples import all_samples
 
 _SCENARIO = """\
 # 请假申请场景 · 统一场景设计（唯一事实来源）

@@ -8,10 +8,10 @@ behaviour and checks that the checkers really fail for it.
 
 from __future__ import annotations
 
-from scenarios.leave_application._dialogue import SampleSpec
-from scenarios.leave_application._samples_edge import boundary_samples, policy_violation_samples
-from scenarios.leave_application._samples_multi_turn import multi_turn_samples
-from scenarios.leave_application._samples_single_turn import single_turn_samples
+from tools.leave_application_script._dialogue import SampleSpec
+from tools.leave_application_script._samples_edge import boundary_samples, policy_violation_samples
+from tools.leave_application_script._samples_multi_turn import multi_turn_samples
+from tools.leave_application_script._samples_single_turn import single_turn_samples
 
 
 def all_samples() -> list[SampleSpec]:

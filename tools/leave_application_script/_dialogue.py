@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Literal
 
-from scenarios.leave_application._world import (
+from tools.leave_application_script._world import (
     BALANCES,
     LEAVE_TYPE_CN,
     PEOPLE,

@@ -11,9 +11,9 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any, Final
 
-from scenarios.leave_application._evaluate import failure_type
-from scenarios.leave_application._iterations import SampleRun, stamp
-from scenarios.leave_application._world import SCENARIO_DIR
+from tools.leave_application_script._evaluate import failure_type
+from tools.leave_application_script._iterations import SampleRun, stamp
+from tools.leave_application_script._world import SCENARIO_DIR
 
 REPORT_TIMES: Final = {1: datetime(2026, 1, 4, 15, 30), 2: datetime(2026, 1, 5, 11, 20)}
 DESIGN_PATHS: Final = {
@@ -267,7 +267,7 @@ def critical_affected(report: dict[str, Any]) -> int:
 
 
 def layer1_report(runs: list[SampleRun]) -> dict[str, Any]:
-    """`layer1_problems_report.json` (seed 001's fields, plus context for the reader)."""
+    """`layer1_problems_report.json`: the model's fields plus context for the reader."""
     iteration = runs[0].iteration
     failed = failed_runs(runs)
     problems = _problems_iteration_1(runs) if iteration == 1 else _problems_iteration_2(runs)

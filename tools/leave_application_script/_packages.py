@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Final
 
-from scenarios.leave_application._evaluate import failure_layer, failure_type
-from scenarios.leave_application._iterations import SampleRun, iteration_dir
-from scenarios.leave_application._reports import (
+from tools.leave_application_script._evaluate import failure_layer, failure_type
+from tools.leave_application_script._iterations import SampleRun, iteration_dir
+from tools.leave_application_script._reports import (
     DESIGN_PATHS,
     REPORT_FILE,
     SUMMARY_FILE,
@@ -21,7 +21,7 @@ from scenarios.leave_application._reports import (
     percent,
     rate,
 )
-from scenarios.leave_application._world import REQUIREMENT, SCENARIO
+from tools.leave_application_script._world import REQUIREMENT, SCENARIO
 
 
 def iteration_summary(runs: list[SampleRun]) -> dict[str, Any]:

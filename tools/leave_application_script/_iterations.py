@@ -12,17 +12,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from scenarios.leave_application._dialogue import Cause, SampleSpec, User
-from scenarios.leave_application._evaluate import (
+from tools.leave_application_script._dialogue import Cause, SampleSpec, User
+from tools.leave_application_script._evaluate import (
     REFUSE_CHECKERS,
     SUBMIT_CHECKERS,
     attribution,
     judge,
     run_checkers,
 )
-from scenarios.leave_application._samples import all_samples
-from scenarios.leave_application._simulate import Trace, initial_state, play
-from scenarios.leave_application._world import BALANCES, SCENARIO_DIR
+from tools.leave_application_script._samples import all_samples
+from tools.leave_application_script._simulate import Trace, initial_state, play
+from tools.leave_application_script._world import BALANCES, SCENARIO_DIR
 
 # When Execute ran each iteration (fixed: the script must not read the clock).
 RUN_STARTS: Final = {1: datetime(2026, 1, 4, 14, 0), 2: datetime(2026, 1, 5, 9, 30)}

@@ -1,0 +1,438 @@
+"""`AgentLoop`: the agentic loop over journaled conversations, each with its own context budget.
+
+An actor hosts it (`AgentActor` for Init and Execute, the Scheduler for its task summaries):
+the loop uses the host's name and ref, and the host's handlers decide what opens a round.
+
+
+Per round: compose the payload with the strategy → call the model → run the requested tools
+(concurrently, each under its timeout) → append the step → compact when the strategy says so
+→ repeat until the model stops asking for tools (or `max_steps`).
+
+Every change to a conversation is journaled before it counts. A model reply is journaled the
+moment it arrives, before its tools run, and a compaction summary the moment it is written;
+so after a crash the actor rebuilds the conversation, re-runs only the tools of a reply it
+already has, and never pays for a completed model call twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import anyio
+import structlog
+from pydantic import BaseModel
+
+from baton.actors._agent_state import ConversationBook, ConversationState, load_state
+from baton.actors.agent_setup import AgentSetup, ToolHooks
+from baton.actors.messages import HandoffDelivered, RoundEnded
+from baton.actors.model import CallContext, ModelResponse, Purpose, bind_call
+from baton.actors.tools import Toolbox
+from baton.actors.tools.handoff import HandoffTool
+from baton.context.events import ContextEvent
+from baton.context.packages import ContextPackage, parse_package
+from baton.context.payload import Payload, ToolResultBlock, ToolUseBlock
+from baton.context.records import (
+    dump_record,
+)
+from baton.context.registry import make_strategy
+from baton.context.strategy import ContextBudget, ContextStrategy
+from baton.context.summary_format import summary_schema_for
+from baton.context.tokens import estimate_json_tokens
+from baton.errors import ContextOverflowError
+from baton.runtime.actor import Actor
+
+log = structlog.get_logger(__name__)
+
+
+def _dump(model: BaseModel | None) -> dict[str, Any] | None:
+    return None if model is None else model.model_dump(mode="json")
+
+
+def answered_before(state: ConversationState, key: str | None) -> bool:
+    """`key` opened a round older than the latest: that round, and later ones, are done."""
+    return key is not None and key in state.round_keys and key != state.round_key
+
+
+class AgentLoop:
+    """One agent's model, tools, budget and conversations (one per scenario, plus `main`)."""
+
+    def __init__(self, setup: AgentSetup, host: Actor) -> None:
+        self.setup = setup
+        self._host = host
+        self.budget = ContextBudget.model_validate(setup.config, from_attributes=True)
+        self.book = ConversationBook(
+            journal=setup.journal,
+            owner=lambda: host.actor_name,
+            load=lambda conversation, records: load_state(
+                conversation, records, self._new_strategy, self.budget
+            ),
+        )
+        self._current: ConversationState | None = None
+        self._last: ConversationState | None = None
+        self._toolbox = (
+            setup.tools(ToolHooks(self._deliver, self._register_paths))
+            if setup.tools is not None
+            else Toolbox([])
+        )
+        self._specs = self._toolbox.specs()
+        self._handoff_tools = self._toolbox.names_of(HandoffTool)
+
+    @property
+    def name(self) -> str:
+        """The hosting actor's name: the journal's and the log lines' key."""
+        return self._host.actor_name
+
+    async def start(self) -> list[str]:
+        """Fit the budget to the model, report the context fill; the conversations a crash
+        left waiting for the model (none when processes share the journal: a dead one's
+        round is finished by whoever takes over the message that opened it)."""
+        await self._fit_budget_to_model()
+        if self.setup.context_reporter is not None:
+            self.setup.context_reporter.register(self.name, self.context_fill)
+        if self.setup.journal.shared:
+            return []
+        unfinished = []
+        for conversation in await self.setup.journal.conversations(self.name):
+            state = await self.state(conversation)
+            if state.conversation.awaiting_reply:
+                unfinished.append(conversation)
+        return unfinished
+
+    async def stop(self) -> None:
+        """Stop reporting the context fill."""
+        if self.setup.context_reporter is not None:
+            self.setup.context_reporter.unregister(self.name, self.context_fill)
+
+    def context_fill(self) -> dict[str, int]:
+        """The size of the conversation worked on last, against its window and threshold."""
+        state = self._last
+        budget = (state.budget if state is not None else None) or self.budget
+        tokens = state.conversation.context_tokens if state is not None else 0
+        return {
+            "context_tokens": tokens,
+            "context_window": budget.context_window,
+            "compact_threshold": budget.compact_threshold,
+        }
+
+    async def _fit_budget_to_model(self) -> None:
+        limits = await self.setup.model.limits()
+        if limits.rules is not None:
+            self.book.token_ratio = limits.rules.tokenizer_ratio
+        window = self.budget.context_window
+        if limits.context_window >= window:
+            return
+        # The effective window is the smaller of config and the model's; keep the threshold at
+        # the same share of it.
+        share = self.budget.compact_threshold / window
+        self.budget = self.budget.model_copy(
+            update={
+                "context_window": limits.context_window,
+                "compact_threshold": int(limits.context_window * share),
+            }
+        )
+        log.warning(
+            "agent.window_reduced",
+            actor=self.name,
+            configured=window,
+            model_window=limits.context_window,
+            compact_threshold=self.budget.compact_threshold,
+        )
+
+    def owning(self, conversation: str) -> AbstractAsyncContextManager[ConversationState]:
+        """Hold the conversation, brought up to date (see `ConversationBook.owning`)."""
+        return self.book.owning(conversation)
+
+    async def state(self, conversation: str) -> ConversationState:
+        """The conversation's state, read from the journal the first time."""
+        return await self.book.get(conversation)
+
+    async def report_round_end(self, conversation: str, text: str, dispatch_id: str | None) -> None:
+        """A scenario round that ended without a handoff would leave the scenario waiting
+        on this agent for ever: tell the Scheduler, which nudges or fails it."""
+        state = await self.state(conversation)
+        if state.handed_off or not self._handoff_tools or state.scenario is None:
+            return
+        log.warning("agent.round_ended_without_handoff", actor=self.name)
+        await self._host.actor_ref.peer(self.setup.handoff_to).tell(
+            RoundEnded(
+                scenario=state.scenario,
+                conversation=conversation,
+                source=self.name,
+                text=text[:2000],
+                dispatch_id=dispatch_id or state.round_key,
+            ),
+            sender=self.name,
+        )
+
+    async def run_round(
+        self, conversation: str, text: str | None, *, key: str | None = None
+    ) -> str:
+        """Run a round opened by `text` (None: finish the open one). A `key` already seen is
+        the same request again: its round is finished, or its answer given, not re-run."""
+        async with self.owning(conversation) as state:
+            return await self._round(state, text, key=key)
+
+    async def _round(self, state: ConversationState, text: str | None, *, key: str | None) -> str:
+        conversation = state.id
+        scenario = state.scenario
+        with structlog.contextvars.bound_contextvars(scenario=scenario, conversation=conversation):
+            self._current = self._last = state
+            try:
+                if text is not None and (key is None or key not in state.round_keys):
+                    if state.conversation.awaiting_reply:
+                        await self._drive(state)  # an interrupted round finishes first
+                    await self.book.record(state, state.conversation.start_round(text, key=key))
+                    state.loaded_tokens = 0
+                    state.handed_off = False
+                    if key is not None:
+                        state.round_keys.add(key)
+                        state.round_key = key
+                elif text is not None:
+                    log.info("agent.request_redelivered", actor=self.name, key=key)
+                    if answered_before(state, key):
+                        return ""
+                return await self._drive(state)
+            finally:
+                self._current = None
+
+    async def _drive(self, state: ConversationState) -> str:
+        conversation = state.conversation
+        calls = 0
+        while conversation.awaiting_reply:
+            if calls >= self.setup.config.max_steps:
+                log.warning("agent.max_steps", actor=self.name, max_steps=calls)
+                break
+            response, sent, layout = (
+                state.pending_response,
+                state.pending_sent,
+                state.pending_layout,
+            )
+            if response is None:
+                # Due already when a crash hit between a step and its compaction: compact now,
+                # as the uninterrupted run did, before paying for a call on the larger context.
+                await self._compact_if_due(state)
+                response, sent, layout = await self._next_response(state), None, None
+            state.pending_response = state.pending_sent = state.pending_layout = None
+            state.turn = conversation.next_seq
+            results = await self._run_tools(state, response.tool_uses)
+            record = conversation.append_step(
+                response.content,
+                results,
+                response.usage,
+                stop_reason=response.stop_reason,
+                sent_estimate=sent,
+                layout=layout,
+            )
+            await self.book.record(state, record)
+            await self._register_written(state, response, results)
+            calls += 1
+            state.strategy.on_turn_complete(conversation)
+            await self._compact_if_due(state)
+        last = conversation.last_step
+        return last.text if last is not None else ""
+
+    async def _run_tools(
+        self, state: ConversationState, uses: Sequence[ToolUseBlock]
+    ) -> list[ToolResultBlock]:
+        """Run the step's tools; `Read`s past the round's load budget are refused unrun."""
+        budget = self.setup.config.load_budget_tokens
+        refused: dict[str, ToolResultBlock] = {}
+        if state.loaded_tokens >= budget:
+            for use in uses:
+                if use["name"] == "Read":
+                    refused[use["id"]] = {
+                        "type": "tool_result",
+                        "tool_use_id": use["id"],
+                        "is_error": True,
+                        "content": (
+                            f"load budget used up: this round has loaded {state.loaded_tokens} "
+                            f"tokens of files (budget {budget}). Work from what you have read, "
+                            "or finish the round and read a narrower range (offset/limit, "
+                            "head_tail) in the next one."
+                        ),
+                    }
+        run = [use for use in uses if use["id"] not in refused]
+        done = {r["tool_use_id"]: r for r in await self._toolbox.results(run)}
+        for use in run:
+            result = done[use["id"]]
+            if use["name"] == "Read" and not result.get("is_error"):
+                state.loaded_tokens += estimate_json_tokens(result.get("content", ""))
+        return [refused.get(use["id"]) or done[use["id"]] for use in uses]
+
+    async def _system_prompt(self, state: ConversationState) -> str:
+        """The role's prompt, or the scenario's own (`scenarios/<name>/prompts/<role>.md`)."""
+        if state.system_prompt is None:
+            state.system_prompt = self.setup.system_prompt
+            workspace = self.setup.workspace
+            if workspace is not None and state.scenario is not None:
+                folder = anyio.Path(workspace / "scenarios" / state.scenario / "prompts")
+                custom = folder / f"{self.setup.role}.md"
+                if await custom.is_file():
+                    state.system_prompt = await custom.read_text(encoding="utf-8")
+        return state.system_prompt
+
+    async def _next_response(self, state: ConversationState) -> ModelResponse:
+        conversation = state.conversation
+        turn = conversation.next_seq
+        system = await self._system_prompt(state)
+        payload = state.strategy.compose_payload(system, self._specs, conversation)
+        try:
+            response = await self._call(state, payload, turn=turn, purpose=self.setup.purpose)
+        except ContextOverflowError as overflow:
+            log.warning("agent.context_overflow", actor=self.name, error=str(overflow))
+            await self._compact(state)
+            payload = state.strategy.compose_payload(system, self._specs, conversation)
+            response = await self._call(state, payload, turn=turn, purpose=self.setup.purpose)
+        await self.book.append(
+            state,
+            {
+                "type": "response",
+                "turn": turn,
+                "response": response.model_dump(mode="json"),
+                "sent_estimate": conversation.account.sent_estimate,
+                "layout": _dump(conversation.composed_layout),
+            },
+        )
+        self._log_call(state, response, turn=turn, purpose=self.setup.purpose)
+        return response
+
+    async def _call(
+        self, state: ConversationState, payload: Payload, *, turn: int, purpose: Purpose
+    ) -> ModelResponse:
+        context = CallContext(
+            actor=self.name,
+            conversation=state.id,
+            scenario=state.scenario,
+            turn=turn,
+            purpose=purpose,
+        )
+        with bind_call(context):
+            return await self.setup.model.create(payload)
+
+    def _log_call(
+        self, state: ConversationState, response: ModelResponse, *, turn: int, purpose: Purpose
+    ) -> None:
+        """The `model.call` line, written once the reply is journaled: after a crash, a call
+        with a line is never made again."""
+        usage = response.usage
+        budget = state.budget or self.budget
+        window = budget.context_window
+        self.setup.token_log.emit(
+            "model.call",
+            model=response.model,
+            input_tokens=usage.input_tokens,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens,
+            cache_read_input_tokens=usage.cache_read_input_tokens,
+            output_tokens=usage.output_tokens,
+            context_tokens=usage.context_tokens,
+            context_window=window,
+            compact_threshold=budget.compact_threshold,
+            fill=min(1.0, usage.context_tokens / window),
+            latency_ms=response.latency_ms,
+            stop_reason=response.stop_reason,
+            turn=turn,
+            purpose=purpose,
+            thinking=str(budget.thinking),
+            effort=budget.effort,
+        )
+
+    async def _compact_if_due(self, state: ConversationState) -> None:
+        if state.strategy.should_compact(state.conversation, state.budget or self.budget):
+            await self._compact(state)
+
+    async def _compact(self, state: ConversationState) -> None:
+        async def summarize(payload: Payload) -> str:
+            if state.pending_summary is not None:
+                return state.pending_summary  # written before a crash: not paid for twice
+            turn = state.conversation.next_seq
+            response = await self._call(state, payload, turn=turn, purpose="compaction")
+            await self.book.append(
+                state,
+                {
+                    "type": "summary",
+                    "compaction": state.conversation.compactions,
+                    "text": response.text,
+                },
+            )
+            self._log_call(state, response, turn=turn, purpose="compaction")
+            return response.text
+
+        compaction = await state.strategy.compact(state.conversation, summarize)
+        state.pending_summary = None
+        await self.book.append(state, dump_record(compaction))
+
+    async def set_budget(self, conversation: str, overrides: Mapping[str, Any]) -> None:
+        """Give one conversation its own budget (a scenario's overrides), journaled."""
+        state = await self.state(conversation)
+        budget = self._budget_with(overrides)
+        if budget == (state.budget or self.budget):
+            return
+        await self.book.append(state, {"type": "budget", "overrides": dict(overrides)})
+        state.budget = budget
+        state.strategy = self._new_strategy(budget)
+
+    def _budget_with(self, overrides: Mapping[str, Any]) -> ContextBudget:
+        return ContextBudget.model_validate({**self.budget.model_dump(), **overrides})
+
+    def _new_strategy(self, budget: ContextBudget | None = None) -> ContextStrategy:
+        options: dict[str, Any] = {
+            "summary_schema": summary_schema_for(self.setup.role),
+            "on_event": self._on_context_event,
+            **self.setup.strategy_options,
+        }
+        return make_strategy(self.setup.config.strategy, budget or self.budget, **options)
+
+    def _on_context_event(self, event: ContextEvent) -> None:
+        if event.event == "context.warning":
+            log.warning(event.event, actor=self.name, **event.log_fields())
+        else:
+            self.setup.token_log.emit(event.event, **event.log_fields())
+
+    async def _register_paths(self, paths: list[str]) -> None:
+        state = self._current
+        if state is None:
+            return
+        record = state.conversation.register_paths(paths, source=self.name)
+        if record is not None:
+            await self.book.record(state, record)
+
+    async def _register_written(
+        self, state: ConversationState, response: ModelResponse, results: list[Any]
+    ) -> None:
+        failed = {r["tool_use_id"] for r in results if r.get("is_error")}
+        written = [
+            str(use["input"]["path"])
+            for use in response.tool_uses
+            if use["name"] == "Write" and use["id"] not in failed and "path" in use["input"]
+        ]
+        if written:
+            await self._register_paths(written)
+
+    async def _deliver(self, package: ContextPackage) -> None:
+        state = self._current
+        assert state is not None, "handoff tools only run inside a round"
+        handoff = parse_package(package.model_dump(mode="json"))
+        target = self.setup.handoff_to
+        # Stable across a crash and re-run of the same step, so the receiver can dedupe it.
+        handoff_id = f"{self.name}:{state.id}:{state.turn}:{handoff.handoff_type}"
+        await self._host.actor_ref.peer(target).tell(
+            HandoffDelivered(
+                scenario=state.scenario or state.id,
+                conversation=state.id,
+                source=self.name,
+                handoff_id=handoff_id,
+                package=handoff,
+            ),
+            sender=self.name,
+        )
+        state.handed_off = True
+        await self.book.append(state, {"type": "handoff", "handoff_id": handoff_id})
+        self.setup.token_log.emit(
+            "handoff.sent",
+            handoff_type=handoff.handoff_type,
+            **{"from": self.name},
+            to=target,
+            package_tokens=estimate_json_tokens(handoff.model_dump(mode="json")),
+        )

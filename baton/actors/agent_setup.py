@@ -1,0 +1,44 @@
+"""What an agent is made of: its role, config, model, prompt, journal, token sink and tools.
+
+The same setup makes an `AgentActor` (Init, Execute) or the Scheduler's task-summary loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baton.actors.agent_config import AgentConfig, ContextReporter, TokenSink
+from baton.actors.journal import JournalStore
+from baton.actors.messages import SCHEDULER
+from baton.actors.model import Model, Purpose
+from baton.actors.tools import Toolbox
+from baton.actors.tools.handoff import Deliver, RegisterPaths
+
+
+@dataclass(frozen=True)
+class ToolHooks:
+    """What an agent's handoff tools call: delivery to the Scheduler and the key-fact ledger."""
+
+    deliver: Deliver
+    register_paths: RegisterPaths
+
+
+@dataclass(frozen=True)
+class AgentSetup:
+    """Everything an agent actor is made of; `tools` builds its toolbox from the hooks."""
+
+    role: str
+    config: AgentConfig
+    model: Model
+    system_prompt: str
+    journal: JournalStore
+    token_log: TokenSink
+    tools: Callable[[ToolHooks], Toolbox] | None = None
+    handoff_to: str = SCHEDULER
+    purpose: Purpose = "turn"
+    workspace: Path | None = None
+    context_reporter: ContextReporter | None = None
+    strategy_options: Mapping[str, Any] = field(default_factory=dict)
