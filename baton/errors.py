@@ -7,6 +7,7 @@ inspect the dead letters or the logs.
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -233,6 +234,54 @@ class LeaseLostError(RuntimeFailure):
         )
 
 
+class DiskFullFailure(RuntimeFailure):
+    """Raised when a write failed for lack of disk space (or quota): the runtime refuses new
+    work until there is room again, keeps everything already stored, and resumes by itself."""
+
+    def __init__(self, path: object, detail: str) -> None:
+        self.path = str(path)
+        self.detail = detail
+        super().__init__(
+            f"no space left to write {path} ({detail}): baton refuses new work until there is "
+            "room — free disk space (or raise the quota); queued messages are kept and work "
+            "resumes by itself"
+        )
+
+
+# The OS's words for "no room": the disk is full, the quota is used up, the file may not grow.
+SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def out_of_space(error: BaseException) -> DiskFullFailure | None:
+    """The `DiskFullFailure` that `error` is, or was caused by (an `OSError` for space
+    becomes one naming its file), looking into groups; None when it is no such failure."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, DiskFullFailure):
+            return current
+        if isinstance(current, OSError) and current.errno in SPACE_ERRNOS:
+            return DiskFullFailure(current.filename or "a file", current.strerror or str(current))
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return None
+
+
+class StateFileError(UsageError):
+    """Raised when a file baton keeps (under `.baton/`) is damaged, of the wrong kind or
+    unreadable: the message names the file and what to do with it."""
+
+    def __init__(self, path: object, problem: str, fix: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{path} {problem} — {fix}")
+
+
 class InvalidPackageError(UsageError):
     """Raised when a handoff package does not validate; the message names each bad field."""
 
@@ -311,9 +360,14 @@ class NoSchedulerError(UsageError):
     def __init__(self) -> None:
         super().__init__(
             "no 'scheduler' actor is running in this runtime, so it cannot take scenarios — "
-            "spawn the pipeline's scheduler (`baton run` does not start one yet), or message "
-            "other actors with `baton tell` / `baton ask`"
+            "it has stopped, or this process runs without it (`baton run --actors`); "
+            "`baton status` shows why, and restarting `baton run` starts it again"
         )
+
+
+class InvalidScenarioNameError(UsageError, ValueError):
+    """Raised when a scenario name breaks the rule every scenario name follows (it names a
+    folder and state files); a `ValueError` too, so pydantic reports it as a field error."""
 
 
 class UnknownScenarioError(UsageError):
@@ -323,6 +377,30 @@ class UnknownScenarioError(UsageError):
         self.scenario = scenario
         super().__init__(
             f"no scenario named {scenario!r} — submit it first with `baton submit {scenario}`"
+        )
+
+
+class NoScenarioFileError(UnknownScenarioError):
+    """Raised when a scenario is submitted without a requirement and has no scenario.toml."""
+
+    def __init__(self, scenario: str, path: object) -> None:
+        self.scenario = scenario
+        self.path = str(path)
+        UsageError.__init__(
+            self,
+            f"no scenario {scenario!r}: {path} does not exist — create it or pass --requirement",
+        )
+
+
+class NoPendingHandoffError(UsageError):
+    """Raised when approve or reject finds no Init → Execute handoff awaiting approval."""
+
+    def __init__(self, scenario: str, phase: str) -> None:
+        self.scenario = scenario
+        self.phase = phase
+        super().__init__(
+            f"scenario {scenario!r} has no handoff awaiting approval (it is {phase}) — decide "
+            "it once `baton status` lists it under pending approvals"
         )
 
 

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict
 from baton.actors._agent_state import MAIN
 from baton.actors.agent_loop import AgentLoop, answered_before
 from baton.actors.agent_setup import AgentSetup
-from baton.actors.messages import Dispatch, Prompt
+from baton.actors.messages import Dispatch, Prompt, WorkRefused
+from baton.errors import UsageError
 from baton.runtime.actor import Actor, handler
 
 log = structlog.get_logger(__name__)
@@ -63,18 +64,41 @@ class AgentActor(Actor):
 
     @handler
     async def dispatch(self, message: Dispatch) -> str:
-        """Run a round of the scenario's conversation with the Scheduler's context."""
+        """Run a round of the scenario's conversation with the Scheduler's context.
+
+        A work order this agent cannot carry out as given (a `UsageError`, e.g. budget
+        overrides that make no valid budget) is refused: the asker gets the error, and the
+        Scheduler is told, so the scenario ends with the reason instead of waiting."""
         conversation = message.conversation_id
         key = message.dispatch_id or self._message_key()
         async with self.loop.owning(conversation) as state:
             if answered_before(state, key):
                 log.info("agent.duplicate_dispatch", actor=self.actor_name, key=key)
                 return ""
-            if message.budget:
-                await self.loop.set_budget(conversation, message.budget)
-            text = await self.loop.run_round(conversation, render_dispatch(message), key=key)
+            try:
+                if message.budget:
+                    await self.loop.set_budget(conversation, message.budget)
+                text = await self.loop.run_round(conversation, render_dispatch(message), key=key)
+            except UsageError as error:
+                await self._refused(message, error)
+                raise
             await self.loop.report_round_end(conversation, text, message.dispatch_id)
             return text
+
+    async def _refused(self, message: Dispatch, error: UsageError) -> None:
+        if message.dispatch_id is None:
+            return  # not the Scheduler's work order: the asker (or the dead letter) has it
+        log.warning("agent.work_refused", actor=self.actor_name, error=str(error))
+        await self.actor_ref.peer(self.setup.handoff_to).tell(
+            WorkRefused(
+                scenario=message.scenario,
+                conversation=message.conversation_id,
+                source=self.actor_name,
+                dispatch_id=message.dispatch_id,
+                reason=f"{type(error).__name__}: {error}",
+            ),
+            sender=self.actor_name,
+        )
 
     @handler
     async def resume(self, message: ResumeRound) -> str:

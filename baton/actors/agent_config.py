@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
+from baton.actors.prompt_files import path_problem
 from baton.context.model_rules import CURRENT_MODELS
 from baton.context.strategy import DEFAULT_BUDGETS, BudgetFields
 
@@ -51,6 +52,15 @@ class AgentConfig(BudgetFields):
     system_prompt: str | None = Field(
         None, description="workspace-relative path of a system prompt replacing the shipped one"
     )
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _inside_the_workspace(cls, value: str | None) -> str | None:
+        # Checked by spelling here; where a link leads is checked when the file is read.
+        problem = None if value is None else path_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
 
 DEFAULT_AGENTS: dict[str, dict[str, Any]] = {

@@ -12,12 +12,17 @@ Every change to a conversation is journaled before it counts. A model reply is j
 moment it arrives, before its tools run, and a compaction summary the moment it is written;
 so after a crash the actor rebuilds the conversation, re-runs only the tools of a reply it
 already has, and never pays for a completed model call twice.
+
+A turn whose model call fails after the client's own retries (`ModelCallFailure`: the API is
+unreachable or overloaded) is not a handler failure: the round waits and calls again on the
+setup's `ModelRetry` (see `baton.actors.model_retry`), reporting the wait to the Scheduler.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from typing import Any
 
 import anyio
@@ -26,13 +31,17 @@ from pydantic import BaseModel
 
 from baton.actors._agent_state import ConversationBook, ConversationState, load_state
 from baton.actors.agent_setup import AgentSetup, ToolHooks
-from baton.actors.messages import HandoffDelivered, RoundEnded
-from baton.actors.model import CallContext, ModelResponse, Purpose, bind_call
-from baton.actors.tools import Toolbox
+from baton.actors.budget_overrides import apply_overrides
+from baton.actors.messages import HandoffDelivered, RoundEnded, RoundWaiting
+from baton.actors.model import CallContext, ModelResponse, Purpose, bind_call, model_call_fields
+from baton.actors.model_retry import until_available
+from baton.actors.prompt_files import scenario_prompt
+from baton.actors.tools import Toolbox, scenario_scope
 from baton.actors.tools.handoff import HandoffTool
+from baton.actors.tools.load_budget import run_within_budget
 from baton.context.events import ContextEvent
 from baton.context.packages import ContextPackage, parse_package
-from baton.context.payload import Payload, ToolResultBlock, ToolUseBlock
+from baton.context.payload import Payload
 from baton.context.records import (
     dump_record,
 )
@@ -177,7 +186,10 @@ class AgentLoop:
     async def _round(self, state: ConversationState, text: str | None, *, key: str | None) -> str:
         conversation = state.id
         scenario = state.scenario
-        with structlog.contextvars.bound_contextvars(scenario=scenario, conversation=conversation):
+        with (
+            structlog.contextvars.bound_contextvars(scenario=scenario, conversation=conversation),
+            scenario_scope(scenario),  # Write writes under this scenario's folder only
+        ):
             self._current = self._last = state
             try:
                 if text is not None and (key is None or key not in state.round_keys):
@@ -216,7 +228,12 @@ class AgentLoop:
                 response, sent, layout = await self._next_response(state), None, None
             state.pending_response = state.pending_sent = state.pending_layout = None
             state.turn = conversation.next_seq
-            results = await self._run_tools(state, response.tool_uses)
+            results, state.loaded_tokens = await run_within_budget(
+                self._toolbox,
+                response.tool_uses,
+                loaded=state.loaded_tokens,
+                budget=self.setup.config.load_budget_tokens,
+            )
             record = conversation.append_step(
                 response.content,
                 results,
@@ -233,44 +250,17 @@ class AgentLoop:
         last = conversation.last_step
         return last.text if last is not None else ""
 
-    async def _run_tools(
-        self, state: ConversationState, uses: Sequence[ToolUseBlock]
-    ) -> list[ToolResultBlock]:
-        """Run the step's tools; `Read`s past the round's load budget are refused unrun."""
-        budget = self.setup.config.load_budget_tokens
-        refused: dict[str, ToolResultBlock] = {}
-        if state.loaded_tokens >= budget:
-            for use in uses:
-                if use["name"] == "Read":
-                    refused[use["id"]] = {
-                        "type": "tool_result",
-                        "tool_use_id": use["id"],
-                        "is_error": True,
-                        "content": (
-                            f"load budget used up: this round has loaded {state.loaded_tokens} "
-                            f"tokens of files (budget {budget}). Work from what you have read, "
-                            "or finish the round and read a narrower range (offset/limit, "
-                            "head_tail) in the next one."
-                        ),
-                    }
-        run = [use for use in uses if use["id"] not in refused]
-        done = {r["tool_use_id"]: r for r in await self._toolbox.results(run)}
-        for use in run:
-            result = done[use["id"]]
-            if use["name"] == "Read" and not result.get("is_error"):
-                state.loaded_tokens += estimate_json_tokens(result.get("content", ""))
-        return [refused.get(use["id"]) or done[use["id"]] for use in uses]
-
     async def _system_prompt(self, state: ConversationState) -> str:
         """The role's prompt, or the scenario's own (`scenarios/<name>/prompts/<role>.md`)."""
         if state.system_prompt is None:
-            state.system_prompt = self.setup.system_prompt
-            workspace = self.setup.workspace
+            workspace, custom = self.setup.workspace, None
             if workspace is not None and state.scenario is not None:
-                folder = anyio.Path(workspace / "scenarios" / state.scenario / "prompts")
-                custom = folder / f"{self.setup.role}.md"
-                if await custom.is_file():
-                    state.system_prompt = await custom.read_text(encoding="utf-8")
+                # A regular file inside the workspace, or a ConfigError (docs/handoffs.md,
+                # "Sandbox"); not remembered until it is read, so a refusal is not forgotten.
+                custom = await anyio.to_thread.run_sync(
+                    scenario_prompt, workspace, state.scenario, self.setup.role
+                )
+            state.system_prompt = custom if custom is not None else self.setup.system_prompt
         return state.system_prompt
 
     async def _next_response(self, state: ConversationState) -> ModelResponse:
@@ -279,12 +269,12 @@ class AgentLoop:
         system = await self._system_prompt(state)
         payload = state.strategy.compose_payload(system, self._specs, conversation)
         try:
-            response = await self._call(state, payload, turn=turn, purpose=self.setup.purpose)
+            response = await self._turn_call(state, payload, turn=turn)
         except ContextOverflowError as overflow:
             log.warning("agent.context_overflow", actor=self.name, error=str(overflow))
             await self._compact(state)
             payload = state.strategy.compose_payload(system, self._specs, conversation)
-            response = await self._call(state, payload, turn=turn, purpose=self.setup.purpose)
+            response = await self._turn_call(state, payload, turn=turn)
         await self.book.append(
             state,
             {
@@ -297,6 +287,39 @@ class AgentLoop:
         )
         self._log_call(state, response, turn=turn, purpose=self.setup.purpose)
         return response
+
+    async def _turn_call(
+        self, state: ConversationState, payload: Payload, *, turn: int
+    ) -> ModelResponse:
+        """The turn's reply, waiting out an unavailable model (docs: `model_retry`)."""
+
+        async def call() -> ModelResponse:
+            return await self._call(state, payload, turn=turn, purpose=self.setup.purpose)
+
+        async def waiting(reason: str | None, retry_at: datetime | None) -> None:
+            await self._report_waiting(state, reason, retry_at)
+
+        return await until_available(
+            call, self.setup.model_retry, actor=self.name, on_waiting=waiting
+        )
+
+    async def _report_waiting(
+        self, state: ConversationState, reason: str | None, retry_at: datetime | None
+    ) -> None:
+        """Tell the Scheduler that this scenario round waits for the model (or no longer)."""
+        if state.scenario is None or not self._handoff_tools:
+            return
+        await self._host.actor_ref.peer(self.setup.handoff_to).tell(
+            RoundWaiting(
+                scenario=state.scenario,
+                conversation=state.id,
+                source=self.name,
+                reason=reason,
+                retry_at=retry_at,
+                dispatch_id=state.round_key,
+            ),
+            sender=self.name,
+        )
 
     async def _call(
         self, state: ConversationState, payload: Payload, *, turn: int, purpose: Purpose
@@ -316,26 +339,9 @@ class AgentLoop:
     ) -> None:
         """The `model.call` line, written once the reply is journaled: after a crash, a call
         with a line is never made again."""
-        usage = response.usage
         budget = state.budget or self.budget
-        window = budget.context_window
         self.setup.token_log.emit(
-            "model.call",
-            model=response.model,
-            input_tokens=usage.input_tokens,
-            cache_creation_input_tokens=usage.cache_creation_input_tokens,
-            cache_read_input_tokens=usage.cache_read_input_tokens,
-            output_tokens=usage.output_tokens,
-            context_tokens=usage.context_tokens,
-            context_window=window,
-            compact_threshold=budget.compact_threshold,
-            fill=min(1.0, usage.context_tokens / window),
-            latency_ms=response.latency_ms,
-            stop_reason=response.stop_reason,
-            turn=turn,
-            purpose=purpose,
-            thinking=str(budget.thinking),
-            effort=budget.effort,
+            "model.call", **model_call_fields(response, budget, turn=turn, purpose=purpose)
         )
 
     async def _compact_if_due(self, state: ConversationState) -> None:
@@ -364,17 +370,21 @@ class AgentLoop:
         await self.book.append(state, dump_record(compaction))
 
     async def set_budget(self, conversation: str, overrides: Mapping[str, Any]) -> None:
-        """Give one conversation its own budget (a scenario's overrides), journaled."""
+        """Give one conversation its own budget (a scenario's overrides), journaled; overrides
+        that do not make a valid budget with this agent's are a `ConfigError` (the sender's
+        to fix: nothing is journaled and no round starts)."""
         state = await self.state(conversation)
-        budget = self._budget_with(overrides)
+        budget = apply_overrides(
+            self.budget,
+            overrides,
+            source=f"the work order to {self.name} (its scenario's [actors.{self.name}])",
+            where=("budget",),
+        )
         if budget == (state.budget or self.budget):
             return
         await self.book.append(state, {"type": "budget", "overrides": dict(overrides)})
         state.budget = budget
         state.strategy = self._new_strategy(budget)
-
-    def _budget_with(self, overrides: Mapping[str, Any]) -> ContextBudget:
-        return ContextBudget.model_validate({**self.budget.model_dump(), **overrides})
 
     def _new_strategy(self, budget: ContextBudget | None = None) -> ContextStrategy:
         options: dict[str, Any] = {
@@ -415,8 +425,12 @@ class AgentLoop:
         assert state is not None, "handoff tools only run inside a round"
         handoff = parse_package(package.model_dump(mode="json"))
         target = self.setup.handoff_to
-        # Stable across a crash and re-run of the same step, so the receiver can dedupe it.
-        handoff_id = f"{self.name}:{state.id}:{state.turn}:{handoff.handoff_type}"
+        # Stable across a crash and re-run of the same step, so the receiver can dedupe it;
+        # named after the request that opened the round (the Scheduler's dispatch id, unique
+        # per work order), so a journal lost or replaced cannot make a new handoff repeat an
+        # old one's id (docs/handoffs.md, "Delivery and the Scheduler").
+        round_key = state.round_key or "-"
+        handoff_id = f"{self.name}:{state.id}:{round_key}:{state.turn}:{handoff.handoff_type}"
         await self._host.actor_ref.peer(target).tell(
             HandoffDelivered(
                 scenario=state.scenario or state.id,
@@ -424,6 +438,7 @@ class AgentLoop:
                 source=self.name,
                 handoff_id=handoff_id,
                 package=handoff,
+                dispatch_id=state.round_key,
             ),
             sender=self.name,
         )

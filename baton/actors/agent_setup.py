@@ -14,6 +14,7 @@ from baton.actors.agent_config import AgentConfig, ContextReporter, TokenSink
 from baton.actors.journal import JournalStore
 from baton.actors.messages import SCHEDULER
 from baton.actors.model import Model, Purpose
+from baton.actors.model_retry import ModelRetry
 from baton.actors.tools import Toolbox
 from baton.actors.tools.handoff import Deliver, RegisterPaths
 
@@ -42,3 +43,6 @@ class AgentSetup:
     workspace: Path | None = None
     context_reporter: ContextReporter | None = None
     strategy_options: Mapping[str, Any] = field(default_factory=dict)
+    # How a round waits out an unavailable model; None: the failure is raised (the Scheduler
+    # falls back instead of waiting).
+    model_retry: ModelRetry | None = field(default_factory=ModelRetry)

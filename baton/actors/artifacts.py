@@ -45,6 +45,7 @@ from baton.actors._artifact_models import (
     ToolCallRecord,
     TraceMessage,
 )
+from baton.actors.scenario_names import check_scenario_name
 from baton.errors import (
     InvalidArtifactError,
     SandboxViolationError,
@@ -85,7 +86,6 @@ ITERATION_SUBDIRS: Final = (
     "evaluation_results",
     "attribution_analysis",
 )
-_SCENARIO_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
 _ITERATION_DIR = re.compile(r"^iteration_(\d+)$")
 _IN_ITERATION = r"(?:^|/)execution_outputs/iteration_\d+/"
 _KINDS: Final[tuple[tuple[re.Pattern[str], type[BaseModel]], ...]] = (
@@ -187,10 +187,7 @@ class ArtifactStore:
 
     def iteration(self, scenario: str, iteration: int) -> IterationLayout:
         """The layout of one iteration (nothing is created)."""
-        if not _SCENARIO_NAME.match(scenario):
-            raise UsageError(
-                f"invalid scenario name {scenario!r}: use letters, digits, '_', '-', '.'"
-            )
+        check_scenario_name(scenario)  # the one rule (baton.actors.scenario_names)
         if iteration < 1:
             raise UsageError(f"iteration numbers start at 1, got {iteration}")
         return IterationLayout(scenario, iteration)

@@ -24,7 +24,10 @@ class BatonConfig(KernelConfig):
     def _fill_agent_defaults(cls, data: Any) -> Any:
         if not isinstance(data, Mapping):
             return data
-        actors = dict(data.get("actors") or {})
+        given_actors = data.get("actors") or {}
+        if not isinstance(given_actors, Mapping):
+            return data  # `actors = 5`: left for validation to name, not a TypeError here
+        actors = dict(given_actors)
         for name, defaults in DEFAULT_AGENTS.items():
             given = actors.get(name) or {}
             if isinstance(given, Mapping):

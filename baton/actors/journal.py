@@ -8,6 +8,7 @@ else is reported, never silently skipped.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -21,7 +22,9 @@ import aiofiles
 import anyio
 import structlog
 
+from baton._private import private_dir, private_opener
 from baton.errors import JournalCorruptError, UsageError
+from baton.runtime.disk_writes import append_whole
 
 log = structlog.get_logger(__name__)
 
@@ -121,11 +124,15 @@ class FileJournalStore:
 
     async def append(self, actor: str, conversation: str, record: Mapping[str, Any]) -> None:
         path = self.path(actor, conversation)
-        await anyio.Path(path.parent).mkdir(parents=True, exist_ok=True)
-        async with aiofiles.open(path, "ab") as journal:
-            await journal.write(encode_line(record))
-            await journal.flush()
-            await anyio.to_thread.run_sync(os.fsync, journal.fileno())
+        # 0700 directories, a 0600 file (README, "Sandbox and file modes").
+        await anyio.to_thread.run_sync(private_dir, path.parent)
+        async with aiofiles.open(path, "ab", opener=private_opener) as journal:
+            # Whole or not at all: a line torn by a full disk would read as damage once the
+            # next append follows it; out of space is a DiskFullFailure naming the file.
+            line = encode_line(record)
+            await anyio.to_thread.run_sync(
+                functools.partial(append_whole, journal.fileno(), line, path, sync=True)
+            )
 
     async def read(self, actor: str, conversation: str) -> list[dict[str, Any]]:
         path = self.path(actor, conversation)

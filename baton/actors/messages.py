@@ -2,15 +2,19 @@
 model.
 
 `Prompt` and `Dispatch` go to agent actors; `StartScenario`, `Approve`, `Reject`,
-`ScenarioQuery` and `HandoffDelivered` go to the Scheduler.
+`ScenarioQuery` go to the Scheduler, and so do the agents' reports on their rounds
+(`HandoffDelivered`, `RoundEnded`, `RoundWaiting`, `WorkRefused`). Every scenario name in
+them follows one rule (`baton.actors.scenario_names`).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from baton.actors.scenario_names import ScenarioName
 from baton.context.agent_context import AgentContext
 from baton.context.packages import HandoffPackage
 
@@ -57,7 +61,7 @@ class Prompt(_Message):
 class Dispatch(_Message):
     """The Scheduler's work order to an agent: its task context and the package, if any."""
 
-    scenario: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    scenario: ScenarioName
     agent_context: AgentContext
     package: HandoffPackage | None = None
     budget: dict[str, Any] | None = Field(
@@ -89,28 +93,54 @@ class Dispatch(_Message):
 class HandoffDelivered(_Message):
     """An agent's handoff tool delivered a package; `handoff_id` is stable across retries."""
 
-    scenario: str = Field(min_length=1)
+    scenario: ScenarioName
     source: str = Field(min_length=1, description="the actor that handed off")
     conversation: str | None = Field(None, description="the sender's conversation")
     handoff_id: str = Field(min_length=1)
     package: HandoffPackage
+    dispatch_id: str | None = Field(None, description="the work order whose round handed off")
 
 
 class RoundEnded(_Message):
     """An agent ended a scenario round without handing off: the Scheduler must decide."""
 
-    scenario: str = Field(min_length=1)
+    scenario: ScenarioName
     conversation: str = Field(min_length=1)
     source: str = Field(min_length=1, description="the agent whose round ended")
     text: str = Field("", description="the round's final assistant text (cut to 2000 chars)")
     dispatch_id: str | None = Field(None, description="the dispatch whose round this was")
 
 
+class RoundWaiting(_Message):
+    """An agent's model is unavailable (its call failed after the client's own retries): the
+    round is parked and tried again at `retry_at`. `reason=None` says the wait is over."""
+
+    scenario: ScenarioName
+    conversation: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="the agent whose round waits")
+    reason: str | None = Field(None, description="why, in a few words (API unreachable, ...)")
+    retry_at: datetime | None = Field(None, description="when the call is tried again")
+    dispatch_id: str | None = Field(None, description="the work order whose round waits")
+
+
+class WorkRefused(_Message):
+    """An agent refused a work order (a `UsageError`: the order itself is wrong), so no round
+    will answer it: the Scheduler ends the scenario with the reason instead of waiting."""
+
+    scenario: ScenarioName
+    conversation: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="the agent that refused it")
+    dispatch_id: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+
 class StartScenario(_Message):
     """Submit a scenario to the Scheduler; if it is already active, nothing new starts."""
 
-    scenario: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    requirement: str | None = None
+    scenario: ScenarioName
+    requirement: str | None = Field(
+        None, min_length=1, description="overrides the scenario's requirement (ScenarioConfig)"
+    )
     auto_approve: bool | None = Field(
         None, description="overrides the scenario's auto_approve for this run (HITL-1)"
     )
@@ -119,20 +149,20 @@ class StartScenario(_Message):
 class Approve(_Message):
     """Approve the scenario's pending Init → Execute handoff (docs/handoffs.md, "Approval")."""
 
-    scenario: str = Field(min_length=1)
+    scenario: ScenarioName
 
 
 class Reject(_Message):
     """Reject the pending handoff; the reason goes back to Init in its AgentContext."""
 
-    scenario: str = Field(min_length=1)
+    scenario: ScenarioName
     reason: str = Field(min_length=1)
 
 
 class ScenarioQuery(_Message):
     """Ask the Scheduler for one scenario's state, or all of them when `scenario` is None."""
 
-    scenario: str | None = None
+    scenario: ScenarioName | None = None
 
 
 class ScenarioState(BaseModel):
@@ -145,4 +175,19 @@ class ScenarioState(BaseModel):
     pending_approval: dict[str, Any] | None = None
     last_report: str | None = None
     reason: str | None = None
+    waiting: str | None = Field(
+        None,
+        description="why the scenario cannot move on for now and when it tries again, e.g. "
+        "`waiting: init: API unreachable, retrying at 12:03:04`",
+    )
     started: bool = Field(False, description="True when this request started it")
+
+
+class ScenarioRefused(BaseModel):
+    """The Scheduler's answer to an `Approve` or `Reject` it cannot carry out: no scenario by
+    that name (`phase` None), or none awaiting approval. An answer, not an error: the
+    request is not dead-lettered, and the control API turns it into a 404 or a 409."""
+
+    scenario: str
+    phase: ScenarioPhase | None = Field(None, description="the scenario's phase; None: unknown")
+    reason: str

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from baton.context.model_rules import ModelRules
 from baton.context.payload import ContentBlock, Payload, ToolUseBlock
+from baton.context.strategy import ContextBudget
 from baton.context.usage import Usage
 
 Purpose = Literal["turn", "compaction", "task_summary"]
@@ -206,3 +207,28 @@ class TokenCounter(Protocol):
     async def count_tokens(self, payload: Payload) -> int:
         """Input tokens `payload` would use (system, tools and messages)."""
         ...
+
+
+def model_call_fields(
+    response: ModelResponse, budget: ContextBudget, *, turn: int, purpose: Purpose
+) -> dict[str, Any]:
+    """The fields of the `model.call` token-log line for `response` (docs/token-log.md)."""
+    usage = response.usage
+    window = budget.context_window
+    return {
+        "model": response.model,
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": usage.output_tokens,
+        "context_tokens": usage.context_tokens,
+        "context_window": window,
+        "compact_threshold": budget.compact_threshold,
+        "fill": min(1.0, usage.context_tokens / window),
+        "latency_ms": response.latency_ms,
+        "stop_reason": response.stop_reason,
+        "turn": turn,
+        "purpose": purpose,
+        "thinking": str(budget.thinking),
+        "effort": budget.effort,
+    }

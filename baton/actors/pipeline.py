@@ -24,9 +24,11 @@ from baton.actors.journal import FileJournalStore, JournalStore
 from baton.actors.messages import SCHEDULER, ScenarioState
 from baton.actors.model import Model
 from baton.actors.model_check import AgentModel, check_agent_models
+from baton.actors.model_retry import ModelRetry
 from baton.actors.offline_model import OfflineModel
 from baton.actors.roles import EXECUTE, INIT, ExecuteActor, InitActor, agent_setup
 from baton.actors.scheduler import SchedulerActor
+from baton.context.strategy import ContextBudget
 from baton.errors import UsageError
 from baton.runtime.runtime import Runtime
 
@@ -105,9 +107,12 @@ async def open_pipeline(
     *,
     environ: Mapping[str, str] | None = None,
     roles: Sequence[str] = AGENTS,
+    model_retry: ModelRetry | None = None,
 ) -> AsyncIterator[Pipeline]:
     """Spawn the pipeline's agents (all three, or `roles` of them: other processes run the
-    rest over a shared Redis) into `runtime` for the block (it needs a workspace)."""
+    rest over a shared Redis) into `runtime` for the block (it needs a workspace).
+    `model_retry` replaces how Init and Execute wait out an unavailable model (tests inject
+    a sleep there)."""
     workspace = runtime.workspace
     if workspace is None:
         raise UsageError("the pipeline needs a workspace: Runtime.open(workspace=...)")
@@ -160,11 +165,28 @@ async def open_pipeline(
                     journal=journal,
                     token_log=runtime.token_log,
                     context_reporter=runtime.context_providers,
+                    write_paths=deployment.sandbox.write_paths,
                 )
+                if model_retry is not None:
+                    setup = dataclasses.replace(setup, model_retry=model_retry)
                 if role == SCHEDULER:
                     setup = dataclasses.replace(setup, purpose="task_summary")
+                    # Init's and Execute's budgets as configured, even when other processes
+                    # run them: submit checks a scenario's overrides against these.
+                    budgets = {
+                        agent: ContextBudget.model_validate(
+                            deployment.agent(agent), from_attributes=True
+                        )
+                        for agent in (INIT, EXECUTE)
+                    }
                     await runtime.spawn(
-                        role, SchedulerActor, setup, workspace, pipeline._scenario_ended
+                        role,
+                        SchedulerActor,
+                        setup,
+                        workspace,
+                        pipeline._scenario_ended,
+                        budgets=budgets,
+                        on_warning=pipeline.warnings.append,
                     )
                 else:
                     await runtime.spawn(role, InitActor if role == INIT else ExecuteActor, setup)

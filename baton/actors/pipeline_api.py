@@ -6,45 +6,79 @@ runtime without one answers 409 (`NoSchedulerError`) and nothing else breaks.
 
 | method and path | does | answers |
 |---|---|---|
-| `POST /scenarios` | submit `{"scenario", "requirement"?, "auto_approve"?}` | 200; 409 |
-| `GET /scenarios`, `GET /scenarios/{name}` | scenario state | 200; 404; 409 |
-| `POST /scenarios/{name}/approve`, `.../reject` | decide a pending handoff | 200; 409 |
+| `POST /scenarios` | submit `{"scenario", "requirement"?, "auto_approve"?}` | 200; 400 404 409 |
+| `GET /scenarios`, `GET /scenarios/{name}` | scenario state | 200; 404 (no such scenario); 409 |
+| `POST /scenarios/{name}/approve`, `.../reject` | decide a pending handoff | 200; 404; 409 |
+
+409 is a state that refuses the request: no scheduler, or nothing awaiting approval. The
+Scheduler answers an unknown scenario or a decision with nothing pending (`None`,
+`ScenarioRefused`) rather than raising, so such a request is not dead-lettered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from baton.actors.agent import ResumeRound
 from baton.actors.messages import (
     SCHEDULER,
     Approve,
+    Dispatch,
+    HandoffDelivered,
     Reject,
+    RoundEnded,
+    RoundWaiting,
     ScenarioQuery,
+    ScenarioRefused,
     ScenarioState,
     StartScenario,
+    WorkRefused,
 )
+from baton.actors.scenario_names import SCENARIO_NAME_PATTERN, SCENARIO_NAME_RULE
 from baton.errors import (
     BatonError,
     ControlRequestError,
+    NoPendingHandoffError,
     NoSchedulerError,
     SchedulerReplyFailure,
     UnknownScenarioError,
     validation_problems,
 )
+from baton.runtime._error_wire import error_responses
 from baton.runtime.runtime import Runtime
 
 SCHEDULER_TIMEOUT = 30.0
 STATUS_SCHEDULER_TIMEOUT = 5.0
 
+PIPELINE_PROTOCOL: frozenset[type[BaseModel]] = frozenset(
+    {Dispatch, ResumeRound, HandoffDelivered, RoundEnded, RoundWaiting, WorkRefused}
+)
+"""What the pipeline's actors send each other: work orders, and the agents' reports on their
+rounds. `tell`/`ask` take them (an operator may need to), but the OpenAPI document leaves
+them out: they are the agents' protocol, not an API, and their rules (a conversation that
+belongs to its scenario, a package version this runtime speaks) are more than a schema says.
+The documented messages are the ones a person sends: `Prompt`, `StartScenario`, `Approve`,
+`Reject`, `ScenarioQuery`."""
+
+
+# Request bodies are strict: JSON's own types, as the OpenAPI document states them (no `0`
+# taken for `false`, no `"1"` for a number).
+
+
+class SubmitRequest(StartScenario):
+    """A scenario to submit (a `StartScenario`), with its requirement and approval overrides."""
+
+    model_config = ConfigDict(strict=True)
+
 
 class RejectRequest(BaseModel):
     """Why a reviewer rejects a design; the reason goes back to Init."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     reason: str = Field(min_length=1, description="why; it goes back to Init")
 
@@ -79,6 +113,14 @@ def _one_state(reply: Any) -> ScenarioState:
     return reply
 
 
+def _decided(name: str, reply: Any) -> ScenarioState:
+    if isinstance(reply, ScenarioRefused):
+        if reply.phase is None:
+            raise UnknownScenarioError(name)
+        raise NoPendingHandoffError(name, reply.phase)
+    return _one_state(reply)
+
+
 def _states(reply: Any) -> list[ScenarioState]:
     if not isinstance(reply, list) or not all(isinstance(s, ScenarioState) for s in reply):
         raise SchedulerReplyFailure(reply)
@@ -96,22 +138,41 @@ async def scenario_status(runtime: Runtime) -> ScenarioStatus:
         return ScenarioStatus(scheduler=True, error=str(exc))
 
 
+# Every scenario route asks the scheduler: it may be missing or stopped (409), fail (502),
+# be slow (504) or refuse the request for a reason of its own (400, e.g. a damaged file);
+# one that changes a scenario writes it to disk, which may be full (507).
+_ASKED = (400, 409, 502, 504)
+_WRITES = (*_ASKED, 404, 507)
+
+ScenarioPath = Annotated[
+    str,
+    Path(pattern=SCENARIO_NAME_PATTERN, description=SCENARIO_NAME_RULE),
+]
+
+
 def scenario_router(runtime: Runtime) -> APIRouter:
     """The scenario routes over `runtime`'s scheduler."""
     router = APIRouter(tags=["scenarios"])
 
-    @router.post("/scenarios", response_model=ScenarioState)
-    async def submit(request: StartScenario) -> ScenarioState:
-        """Submit a scenario to the scheduler (nothing new starts if it is already active)."""
-        return _one_state(await _ask_scheduler(runtime, request, SCHEDULER_TIMEOUT))
+    @router.post("/scenarios", response_model=ScenarioState, responses=error_responses(*_WRITES))
+    async def submit(request: SubmitRequest) -> ScenarioState:
+        """Submit a scenario to the scheduler (nothing new starts if it is already active);
+        404 when it has no `scenario.toml` and no requirement is given."""
+        # The scheduler takes the message type itself (a durable mailbox stores it by name).
+        message = StartScenario.model_validate(request.model_dump())
+        return _one_state(await _ask_scheduler(runtime, message, SCHEDULER_TIMEOUT))
 
-    @router.get("/scenarios", response_model=list[ScenarioState])
+    @router.get(
+        "/scenarios", response_model=list[ScenarioState], responses=error_responses(*_ASKED)
+    )
     async def scenarios() -> list[ScenarioState]:
         """Every scenario the scheduler knows."""
         return _states(await _ask_scheduler(runtime, ScenarioQuery(), SCHEDULER_TIMEOUT))
 
-    @router.get("/scenarios/{name}", response_model=ScenarioState)
-    async def scenario(name: str) -> ScenarioState:
+    @router.get(
+        "/scenarios/{name}", response_model=ScenarioState, responses=error_responses(*_ASKED, 404)
+    )
+    async def scenario(name: ScenarioPath) -> ScenarioState:
         """One scenario's state; 404 when the scheduler knows no such scenario."""
         query = _message(lambda: ScenarioQuery(scenario=name))
         reply = await _ask_scheduler(runtime, query, SCHEDULER_TIMEOUT)
@@ -119,16 +180,25 @@ def scenario_router(runtime: Runtime) -> APIRouter:
             raise UnknownScenarioError(name)
         return _one_state(reply)
 
-    @router.post("/scenarios/{name}/approve", response_model=ScenarioState)
-    async def approve(name: str) -> ScenarioState:
-        """Approve the scenario's pending Init → Execute handoff."""
+    @router.post(
+        "/scenarios/{name}/approve",
+        response_model=ScenarioState,
+        responses=error_responses(*_WRITES),
+    )
+    async def approve(name: ScenarioPath) -> ScenarioState:
+        """Approve the scenario's pending Init → Execute handoff; 409 when none is pending."""
         message = _message(lambda: Approve(scenario=name))
-        return _one_state(await _ask_scheduler(runtime, message, SCHEDULER_TIMEOUT))
+        return _decided(name, await _ask_scheduler(runtime, message, SCHEDULER_TIMEOUT))
 
-    @router.post("/scenarios/{name}/reject", response_model=ScenarioState)
-    async def reject(name: str, request: RejectRequest) -> ScenarioState:
-        """Reject the pending handoff; the reason goes back to Init."""
+    @router.post(
+        "/scenarios/{name}/reject",
+        response_model=ScenarioState,
+        responses=error_responses(*_WRITES),
+    )
+    async def reject(name: ScenarioPath, request: RejectRequest) -> ScenarioState:
+        """Reject the pending handoff, the reason going back to Init; 409 when none is
+        pending."""
         message = _message(lambda: Reject(scenario=name, reason=request.reason))
-        return _one_state(await _ask_scheduler(runtime, message, SCHEDULER_TIMEOUT))
+        return _decided(name, await _ask_scheduler(runtime, message, SCHEDULER_TIMEOUT))
 
     return router

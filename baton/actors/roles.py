@@ -2,13 +2,14 @@
 configured `AgentActor`.
 
 A role decides the shipped system prompt (package data under `baton/actors/prompts/`,
-replaceable per workspace with `system_prompt = "path"` in its config), the tools, and the
-summary schema its compactions produce.
+replaceable per workspace with `system_prompt = "path"` in its config: a regular file inside the
+workspace, see `baton.actors.prompt_files`), the tools, and the summary schema its compactions
+produce.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from baton.actors.agent_setup import AgentSetup, ToolHooks
 from baton.actors.journal import JournalStore
 from baton.actors.messages import SCHEDULER
 from baton.actors.model import Model
+from baton.actors.prompt_files import read_prompt_file
 from baton.actors.tools import (
     Sandbox,
     Tool,
@@ -54,16 +56,15 @@ def system_prompt(role: str, config: AgentConfig, workspace: Path | None) -> str
         return shipped_prompt(role)
     if workspace is None:
         raise ConfigError(f"{role}: system_prompt needs a workspace to resolve its path")
-    path = workspace / config.system_prompt
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{role}: cannot read system_prompt {path}: {exc.strerror}") from None
+    return read_prompt_file(workspace, config.system_prompt, key=f"actors.{role}.system_prompt")
 
 
-def role_toolbox(role: str, workspace: Path, config: AgentConfig) -> Callable[[ToolHooks], Toolbox]:
-    """Builds the role's toolbox once the actor supplies its handoff hooks."""
-    sandbox = Sandbox(workspace)
+def role_toolbox(
+    role: str, workspace: Path, config: AgentConfig, *, write_paths: Sequence[str] = ()
+) -> Callable[[ToolHooks], Toolbox]:
+    """Builds the role's toolbox once the actor supplies its handoff hooks; `write_paths`
+    are `[sandbox] write_paths`, where Write may write besides the scenario's folder."""
+    sandbox = Sandbox(workspace, write_paths=write_paths)
     handoffs = _HANDOFF_TOOLS.get(role, ())
 
     def build(hooks: ToolHooks) -> Toolbox:
@@ -87,6 +88,7 @@ def agent_setup(
     token_log: TokenSink,
     handoff_to: str = SCHEDULER,
     context_reporter: ContextReporter | None = None,
+    write_paths: Sequence[str] = (),
 ) -> AgentSetup:
     """Everything an `AgentActor` of `role` needs, from its config and the workspace."""
     return AgentSetup(
@@ -96,7 +98,7 @@ def agent_setup(
         system_prompt=system_prompt(role, config, workspace),
         journal=journal,
         token_log=token_log,
-        tools=role_toolbox(role, workspace, config),
+        tools=role_toolbox(role, workspace, config, write_paths=write_paths),
         handoff_to=handoff_to,
         workspace=workspace,
         context_reporter=context_reporter,

@@ -7,13 +7,16 @@ every scenario stood; a handoff already applied is recognised by its id and not 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
+import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton.actors.artifacts import write_atomic
+from baton.actors.budget_overrides import override_problems
 from baton.actors.messages import (
     ACTIVE_PHASES,
     Dispatch,
@@ -21,8 +24,19 @@ from baton.actors.messages import (
     ScenarioState,
     scenario_conversation,
 )
+from baton.actors.prompt_files import check_scenario_prompts
+from baton.actors.scenario_names import ScenarioName, check_scenario_name
 from baton.context.packages import HandoffPackage
-from baton.errors import ConfigError, UsageError
+from baton.context.strategy import ContextBudget
+from baton.errors import (
+    ConfigError,
+    NoScenarioFileError,
+    StateFileError,
+    validation_problems,
+)
+from baton.runtime.settings import describe_errors
+
+log = structlog.get_logger(__name__)
 
 SCENARIOS_DIR = "scenarios"
 SCENARIO_FILE = "scenario.toml"
@@ -47,7 +61,7 @@ class ScenarioConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: ScenarioName
     requirement: str = Field(min_length=1)
     auto_approve: bool = False
     offline_script: str | None = Field(
@@ -63,18 +77,52 @@ def scenario_dir(workspace: Path, name: str) -> Path:
     return workspace / SCENARIOS_DIR / name
 
 
-def load_scenario(workspace: Path, name: str) -> ScenarioConfig:
-    """Read a scenario's config; a scenario without a file gets defaults and needs a requirement."""
-    path = scenario_dir(workspace, name) / SCENARIO_FILE
-    if not path.is_file():
-        raise UsageError(
-            f"no scenario {name!r}: {path} does not exist — create it or pass --requirement"
-        )
+def load_scenario(
+    workspace: Path, name: str, budgets: Mapping[str, ContextBudget] | None = None
+) -> ScenarioConfig:
+    """Read a scenario's config; a scenario without a file gets defaults and needs a requirement.
+
+    As strict as `baton.toml`: a file that is not UTF-8 or not TOML, an unknown key or a bad
+    value is a one-line `ConfigError` naming the file and the key. With `budgets` (each
+    agent's own budget), `[actors.<role>]` is checked on top of them: only those roles, only
+    budget keys, and a budget that validates once merged.
+    """
+    path = scenario_dir(workspace, check_scenario_name(name)) / SCENARIO_FILE
+    data = _read_scenario_file(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return ScenarioConfig.model_validate({"name": name, **data})
-    except (tomllib.TOMLDecodeError, ValidationError) as exc:
-        raise ConfigError(f"invalid {path}: {exc}") from None
+        config = ScenarioConfig.model_validate({"name": name, **data})
+    except ValidationError as exc:
+        raise ConfigError(describe_errors(exc, str(path))) from None
+    if budgets is not None:
+        problems = [
+            problem
+            for role, overrides in config.actors.items()
+            for problem in (
+                override_problems(budgets[role], overrides, ("actors", role))
+                if role in budgets
+                else [f"unknown key {'actors.' + role!r} (roles: {', '.join(budgets)})"]
+            )
+        ]
+        if problems:
+            raise ConfigError(f"invalid configuration in {path}: " + "; ".join(problems))
+    check_scenario_prompts(workspace, name)  # inside the workspace (docs/handoffs.md, "Sandbox")
+    return config
+
+
+def _read_scenario_file(path: Path) -> dict[str, Any]:
+    try:
+        if not path.is_file():
+            raise NoScenarioFileError(path.parent.name, path)
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc} — fix the file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}) — save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 class PendingHandoff(BaseModel):
@@ -91,7 +139,7 @@ class ScenarioRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    scenario: str
+    scenario: ScenarioName
     requirement: str
     run: int = Field(1, ge=1, description="how many times the scenario has been submitted")
     phase: ScenarioPhase = "designing"
@@ -109,6 +157,12 @@ class ScenarioRecord(BaseModel):
     )
     history: list[dict[str, Any]] = Field(default_factory=list)
     findings: dict[str, Any] = Field(default_factory=dict)
+    waiting: str | None = Field(
+        None,
+        exclude=True,
+        description="why the agent it waits on cannot go on for now (not saved: a restart "
+        "retries at once)",
+    )
 
     @property
     def active(self) -> bool:
@@ -141,6 +195,7 @@ class ScenarioRecord(BaseModel):
             pending_approval=pending,
             last_report=self.last_report,
             reason=self.reason,
+            waiting=self.waiting,
             started=started,
         )
 
@@ -151,22 +206,74 @@ class ScenarioRecord(BaseModel):
 
 
 class ScenarioStore:
-    """Scheduler state as `<workspace>/.baton/scheduler/<scenario>.json`."""
+    """Scheduler state as `<workspace>/.baton/scheduler/<scenario>.json`.
+
+    A file that cannot be read back (garbage, empty, not a record) does not stop the others:
+    `load_all` leaves it out and keeps, under its scenario's name, the one-line error that
+    names the file and what to do; `damage` says it again while the file is still there.
+    """
 
     def __init__(self, workspace: Path) -> None:
         self.root = workspace / STATE_DIR
+        self.damaged: dict[str, StateFileError] = {}
+
+    def path(self, scenario: str) -> Path:
+        return self.root / f"{scenario}.json"
 
     async def save(self, record: ScenarioRecord) -> None:
-        await write_atomic(
-            self.root / f"{record.scenario}.json", record.model_dump_json(indent=2).encode()
-        )
+        data = record.model_dump_json(indent=2).encode()
+        await write_atomic(self.path(record.scenario), data, private=True)
 
     async def load_all(self) -> dict[str, ScenarioRecord]:
+        """Every scenario record that reads back; the damaged ones are in `damaged`."""
         records: dict[str, ScenarioRecord] = {}
+        self.damaged = {}
         root = anyio.Path(self.root)
         if not await root.exists():
             return records
         async for path in root.glob("*.json"):
-            record = ScenarioRecord.model_validate_json(await path.read_text(encoding="utf-8"))
+            try:
+                record = await self._load(Path(path))
+            except StateFileError as error:
+                log.error("scheduler.damaged_state", path=str(path), error=str(error))
+                self.damaged[path.stem] = error
+                continue
             records[record.scenario] = record
         return records
+
+    async def damage(self, scenario: str) -> StateFileError | None:
+        """The error of the scenario's damaged file, if it is still there (once moved aside,
+        the scenario can start afresh)."""
+        error = self.damaged.get(scenario)
+        if error is not None and not await anyio.Path(self.path(scenario)).exists():
+            del self.damaged[scenario]
+            return None
+        return error
+
+    async def _load(self, path: Path) -> ScenarioRecord:
+        fix = (
+            f"move it aside (e.g. `mv {path} {path}.damaged`) and submit {path.stem!r} again "
+            "to start it afresh, or restore it from a backup"
+        )
+        try:
+            text = await anyio.Path(path).read_text(encoding="utf-8")
+            record = ScenarioRecord.model_validate_json(text)
+        except UnicodeDecodeError:
+            raise StateFileError(path, "is not UTF-8 text, so not a scenario record", fix) from None
+        except OSError as exc:
+            raise StateFileError(path, f"cannot be read ({exc.strerror or exc})", fix) from None
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            if not text.strip():
+                problem = "is empty"
+            elif error["type"] == "json_invalid":
+                problem = f"is not JSON ({error['msg']})"
+            else:
+                first = validation_problems([error], show_input=False)[0]
+                problem = f"is not a valid scenario record ({first})"
+            raise StateFileError(path, problem, fix) from None
+        if record.scenario != path.stem:
+            raise StateFileError(
+                path, f"holds scenario {record.scenario!r}, not {path.stem!r}", fix
+            )
+        return record

@@ -9,35 +9,41 @@ scenario's conversation of the Scheduler, so its context has a budget and compac
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from baton.actors.agent_loop import AgentLoop
 from baton.actors.agent_setup import AgentSetup
-from baton.actors.artifacts import ArtifactStore, FailureSummary, Layer1ProblemsReport
+from baton.actors.artifacts import ArtifactStore
+from baton.actors.iteration_reports import iteration_findings, iteration_of, read_iteration
 from baton.actors.messages import (
     Approve,
-    Dispatch,
     HandoffDelivered,
     Reject,
     RoundEnded,
+    RoundWaiting,
     ScenarioQuery,
+    ScenarioRefused,
     ScenarioState,
     StartScenario,
+    WorkRefused,
 )
 from baton.actors.roles import EXECUTE, INIT
 from baton.actors.scenario import (
+    SCENARIO_FILE,
     PendingHandoff,
     ScenarioConfig,
     ScenarioRecord,
     ScenarioStore,
     load_scenario,
+    scenario_dir,
 )
-from baton.actors.scheduling_policy import Decision, decide
+from baton.actors.scheduling_policy import decide
+from baton.actors.work_orders import WorkOrders
 from baton.context.agent_context import AgentContext
 from baton.context.packages import (
     ExecuteToInitContext,
@@ -45,13 +51,11 @@ from baton.context.packages import (
     InitToExecuteContext,
     ScenarioCompletion,
 )
-from baton.context.tokens import estimate_json_tokens
-from baton.errors import BatonError, UsageError
+from baton.context.strategy import ContextBudget
+from baton.errors import UsageError
 from baton.runtime.actor import Actor, handler
 
 log = structlog.get_logger(__name__)
-
-_ITERATION = re.compile(r"iteration_(\d+)")
 
 MAX_NUDGES = 2
 """Rounds an agent may end without a handoff, each answered by a reminder, before failing."""
@@ -63,14 +67,9 @@ _HANDOFF_TOOL_HINT = {
 }
 
 
-def iteration_of(execution_output_dir: str) -> int:
-    """The N of `.../iteration_N` (0 when the path names none)."""
-    found = _ITERATION.search(execution_output_dir)
-    return int(found.group(1)) if found else 0
-
-
-def _join(directory: str, relative: str) -> str:
-    return str(PurePosixPath(directory) / relative)
+def default_budgets() -> dict[str, ContextBudget]:
+    """Init's and Execute's budgets when no configuration is given: the built-in ones."""
+    return {role: ContextBudget.for_agent(role) for role in (INIT, EXECUTE)}
 
 
 class SchedulerActor(Actor):
@@ -85,14 +84,24 @@ class SchedulerActor(Actor):
         setup: AgentSetup,
         workspace: Path,
         on_ended: Callable[[ScenarioState], None] | None = None,
+        *,
+        budgets: Mapping[str, ContextBudget] | None = None,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.setup = setup
-        self.summaries = AgentLoop(setup, self)
+        # No parking here: while a summary waited for the model, the Scheduler could answer
+        # nobody (not even `status`); an unavailable model gets a plain summary instead.
+        self.summaries = AgentLoop(dataclasses.replace(setup, model_retry=None), self)
         self.workspace = workspace
         # Called after an ended scenario is persisted: lets a host wait for the end, not poll.
         self.on_ended = on_ended
+        # Init's and Execute's own budgets: a scenario's overrides are checked against them at
+        # submit, so a bad one is refused there rather than by the agent, later, unseen.
+        self.budgets = dict(budgets) if budgets is not None else default_budgets()
+        self.on_warning = on_warning
         self.store = ScenarioStore(workspace)
         self.artifacts = ArtifactStore(workspace)
+        self.work = WorkOrders(self, self.summaries, self.store, setup.token_log)
         self.records: dict[str, ScenarioRecord] = {}
 
     async def on_start(self) -> None:
@@ -100,6 +109,9 @@ class SchedulerActor(Actor):
         # is delivered again (its round is keyed by the work order): nothing to resume here.
         await self.summaries.start()
         self.records = await self.store.load_all()
+        for error in self.store.damaged.values():
+            if self.on_warning is not None:
+                self.on_warning(str(error))
         for record in self.records.values():
             if record.active and record.outbox is not None and record.pending is None:
                 # Saved but perhaps never sent before a crash: send again; the agent runs a
@@ -123,6 +135,9 @@ class SchedulerActor(Actor):
         existing = self.records.get(message.scenario)
         if existing is not None and existing.active:
             return existing.state()
+        damage = await self.store.damage(message.scenario)
+        if damage is not None:
+            raise damage
         config = await self._scenario_config(message)
         if message.auto_approve is not None:
             config = config.model_copy(update={"auto_approve": message.auto_approve})
@@ -133,14 +148,20 @@ class SchedulerActor(Actor):
             config=config,
         )
         record.note("submitted", requirement=record.requirement)
+        await self.work.dispatch(
+            record, INIT, None, "a new scenario: design it from the requirement"
+        )
+        # Known only once its first work order is saved: a submit refused on the way leaves
+        # no record behind.
         self.records[record.scenario] = record
-        await self._dispatch(record, INIT, None, "a new scenario: design it from the requirement")
         return record.state(started=True)
 
     @handler
-    async def approve(self, message: Approve) -> ScenarioState:
+    async def approve(self, message: Approve) -> ScenarioState | ScenarioRefused:
         """Let the pending Init → Execute handoff through (docs/handoffs.md, "Approval")."""
         record = self._awaiting(message.scenario)
+        if isinstance(record, ScenarioRefused):
+            return record
         assert record.pending is not None
         pending, record.pending = record.pending, None
         record.note("approved", handoff_id=pending.handoff_id)
@@ -148,15 +169,17 @@ class SchedulerActor(Actor):
         return record.state()
 
     @handler
-    async def reject(self, message: Reject) -> ScenarioState:
+    async def reject(self, message: Reject) -> ScenarioState | ScenarioRefused:
         """Send the design back to Init with the reviewer's reason (docs/handoffs.md,
         "Approval")."""
         record = self._awaiting(message.scenario)
+        if isinstance(record, ScenarioRefused):
+            return record
         record.pending = None
         record.reason = message.reason
         record.note("rejected", reason=message.reason)
         record.phase = "designing"
-        await self._dispatch(
+        await self.work.dispatch(
             record,
             INIT,
             None,
@@ -166,14 +189,17 @@ class SchedulerActor(Actor):
         return record.state()
 
     @handler
-    async def query(self, message: ScenarioQuery) -> ScenarioState | list[ScenarioState]:
-        """One scenario's state, or every scenario's when none is named."""
+    async def query(self, message: ScenarioQuery) -> ScenarioState | list[ScenarioState] | None:
+        """One scenario's state (None when there is no such scenario: an answer, not a
+        refusal), or every scenario's when none is named."""
         if message.scenario is None:
             return [record.state() for record in self.records.values()]
         record = self.records.get(message.scenario)
         if record is None:
-            raise UsageError(f"no scenario {message.scenario!r}; submit it first")
-        return record.state()
+            damage = await self.store.damage(message.scenario)
+            if damage is not None:
+                raise damage
+        return None if record is None else record.state()
 
     # --- handoffs from agents -------------------------------------------------------------------
 
@@ -188,12 +214,13 @@ class SchedulerActor(Actor):
             log.info("scheduler.stale_handoff", handoff_id=message.handoff_id)
             return
         if message.handoff_id in record.applied_handoffs:
-            log.info("scheduler.duplicate_handoff", handoff_id=message.handoff_id)
+            self._dropped_duplicate(record, message)
             return
         record.applied_handoffs.append(message.handoff_id)
         record.nudges = 0
+        record.waiting = None
         package = message.package
-        self._emit_handoff(
+        self.work.emit_handoff(
             "handoff.received", package, source=message.source, target=self.actor_name
         )
         if isinstance(package, InitToExecuteContext):
@@ -215,6 +242,7 @@ class SchedulerActor(Actor):
         ):
             log.info("scheduler.stale_round_end", source=message.source, scenario=message.scenario)
             return
+        record.waiting = None
         last_words = " ".join(message.text.split())[:300] or "(no text)"
         if record.nudges >= MAX_NUDGES:
             reason = (
@@ -230,7 +258,71 @@ class SchedulerActor(Actor):
             f"finish the task and call {_HANDOFF_TOOL_HINT[message.source]}"
         )
         # No package: the agent's conversation (and its key-fact ledger) already holds it.
-        await self._dispatch(record, message.source, None, why)
+        await self.work.dispatch(record, message.source, None, why)
+
+    @handler
+    async def round_waiting(self, message: RoundWaiting) -> None:
+        """An agent's model is unavailable and its round parked: the scenario's state says so
+        (`waiting: ...`, phase unchanged) until the agent reports the wait over."""
+        record = self._waiting_on(message.scenario, message.conversation, message.source)
+        latest = record.outbox.dispatch_id if record is not None and record.outbox else None
+        if record is None or message.dispatch_id not in (None, latest):
+            return
+        if message.reason is None:
+            record.waiting = None
+            return
+        # The baton process's local time: what the person reading `baton status` sees.
+        at = message.retry_at.astimezone().strftime("%H:%M:%S") if message.retry_at else "soon"
+        record.waiting = f"waiting: {message.source}: {message.reason}, retrying at {at}"
+        log.info("scheduler.scenario_waiting", scenario=record.scenario, waiting=record.waiting)
+
+    @handler
+    async def work_refused(self, message: WorkRefused) -> None:
+        """An agent refused the latest work order as invalid: no round will answer it, so the
+        scenario ends `failed` with the reason rather than wait for ever."""
+        record = self._waiting_on(message.scenario, message.conversation, message.source)
+        latest = record.outbox.dispatch_id if record is not None and record.outbox else None
+        if record is None or message.dispatch_id != latest:
+            log.info("scheduler.stale_refusal", source=message.source, scenario=message.scenario)
+            return
+        reason = f"{message.source} refused work order {message.dispatch_id}: {message.reason}"
+        await self._finish(record, "failed", reason)
+
+    def _waiting_on(self, scenario: str, conversation: str, source: str) -> ScenarioRecord | None:
+        """The scenario's record if this run of it is waiting on `source`, else None."""
+        record = self.records.get(scenario)
+        if (
+            record is None
+            or conversation != record.conversation
+            or _WAITING_ON.get(record.phase) != source
+        ):
+            return None
+        return record
+
+    def _dropped_duplicate(self, record: ScenarioRecord, message: HandoffDelivered) -> None:
+        """A handoff id applied before is dropped. Normally the scenario has moved on (a crash
+        re-sent it); if it still waits on that agent for the same work order, the agent's ids
+        repeat and nothing else will come: say so where people look, with what to do."""
+        latest = record.outbox.dispatch_id if record.outbox else None
+        if _WAITING_ON.get(record.phase) != message.source or message.dispatch_id not in (
+            None,
+            latest,
+        ):
+            log.info("scheduler.duplicate_handoff", handoff_id=message.handoff_id)
+            return
+        record.waiting = (
+            f"waiting: {message.source} handed off {message.handoff_id!r} again, which was "
+            f"applied before, so it was dropped and nothing moves; if {message.source}'s "
+            f"journal was lost, stop baton, move {self.store.path(record.scenario)} aside and "
+            f"submit {record.scenario!r} again"
+        )
+        log.warning(
+            "scheduler.duplicate_handoff_while_waiting",
+            scenario=record.scenario,
+            handoff_id=message.handoff_id,
+            waiting_on=message.source,
+            hint=record.waiting,
+        )
 
     async def _on_design(
         self, record: ScenarioRecord, handoff_id: str, package: InitToExecuteContext
@@ -255,7 +347,7 @@ class SchedulerActor(Actor):
         self, record: ScenarioRecord, package: HandoffPackage, output_dir: str
     ) -> None:
         record.iteration = max(record.iteration, iteration_of(output_dir))
-        summary, report, report_path = await self._iteration_reports(package, output_dir)
+        summary, report, report_path = await read_iteration(self.artifacts, package, output_dir)
         record.last_report = report_path
         decision = decide(
             record.config.policy, iteration=record.iteration, summary=summary, report=report
@@ -267,127 +359,27 @@ class SchedulerActor(Actor):
             critical_share=decision.critical_share,
             verdict=decision.verdict,
         )
-        record.findings = self._merged(record, self._iteration_findings(package, decision), EXECUTE)
+        record.findings = self._merged(record, iteration_findings(package, decision), EXECUTE)
         if decision.verdict == "complete":
             await self._finish(record, "completed", decision.reason)
         elif decision.verdict == "fail":
             await self._finish(record, "failed", f"{decision.reason}; last report: {report_path}")
         elif decision.verdict == "return_to_init" or isinstance(package, ExecuteToInitContext):
             record.phase = "returned_to_init"
-            await self._dispatch(record, INIT, package, decision.reason)
+            await self.work.dispatch(record, INIT, package, decision.reason)
         else:
-            await self._dispatch(record, EXECUTE, record.last_package, decision.reason)
-
-    async def _iteration_reports(
-        self, package: HandoffPackage, output_dir: str
-    ) -> tuple[FailureSummary | None, Layer1ProblemsReport | None, str | None]:
-        report_rel = None
-        if isinstance(package, ExecuteToInitContext):
-            report_rel = package.layer1_problems_report_path
-        elif isinstance(package, ScenarioCompletion):
-            report_rel = package.report_paths.get("layer1_problems_report")
-        report_path: str | None = _join(output_dir, report_rel or "layer1_problems_report.json")
-        summary_path = _join(output_dir, "failure_summary.json")
-        summary = report = None
-        try:
-            summary = await self.artifacts.read_failure_summary(summary_path)
-        except (BatonError, OSError) as exc:
-            log.warning("scheduler.no_failure_summary", path=summary_path, error=str(exc))
-        try:
-            report = await self.artifacts.read_report(str(report_path))
-        except (BatonError, OSError) as exc:
-            log.warning("scheduler.no_report", path=report_path, error=str(exc))
-            report_path = None
-        return summary, report, report_path
-
-    @staticmethod
-    def _iteration_findings(package: HandoffPackage, decision: Decision) -> dict[str, Any]:
-        findings: dict[str, Any] = {
-            "success_rate": decision.success_rate,
-            "critical_share": decision.critical_share,
-            "verdict": decision.reason,
-        }
-        if isinstance(package, ExecuteToInitContext):
-            findings["trigger_reason"] = package.trigger_reason
-            findings["modification_suggestions"] = package.modification_suggestions_summary
-            findings["failed_samples"] = [s.get("sample_id") for s in package.failure_samples_index]
-        return {"last_iteration": findings}
-
-    # --- moving work ------------------------------------------------------------------------------
+            await self.work.dispatch(record, EXECUTE, record.last_package, decision.reason)
 
     async def _to_execute(self, record: ScenarioRecord, package: HandoffPackage, why: str) -> None:
         record.phase = "executing"
         record.last_package = package
-        await self._dispatch(record, EXECUTE, package, why)
-
-    async def _dispatch(
-        self,
-        record: ScenarioRecord,
-        agent: str,
-        package: HandoffPackage | None,
-        why: str,
-        *,
-        metadata: dict[str, Any] | None = None,
-    ) -> None:
-        record.reason = why
-        dispatch_id = record.next_dispatch_id()
-        context = AgentContext(
-            task_summary=await self._task_summary(record, agent, package, why, dispatch_id),
-            relevant_history=list(record.history[-10:]),
-            shared_findings=dict(record.findings),
-            metadata={
-                "scenario": record.scenario,
-                "requirement": record.requirement,
-                "phase": record.phase,
-                "iteration": record.iteration,
-                "dispatched_by": self.actor_name,
-                **(metadata or {}),
-            },
-        )
-        record.note("dispatched", to=agent, why=why)
-        order = Dispatch(
-            scenario=record.scenario,
-            agent_context=context,
-            package=package,
-            budget=record.config.actors.get(agent),
-            conversation=record.conversation,
-            dispatch_id=dispatch_id,
-        )
-        record.dispatches += 1
-        record.outbox = order
-        # Saved before it is sent: a crash in between leaves it in the outbox for `on_start`.
-        await self.store.save(record)
-        await self.actor_ref.peer(agent).tell(order, sender=self.actor_name)
-        if package is not None:
-            self._emit_handoff("handoff.sent", package, source=self.actor_name, target=agent)
-
-    async def _task_summary(
-        self,
-        record: ScenarioRecord,
-        agent: str,
-        package: HandoffPackage | None,
-        why: str,
-        dispatch_id: str,
-    ) -> str:
-        lines = [
-            f"Write the task summary for the {agent} agent.",
-            f"Scenario: {record.scenario}. Requirement: {record.requirement}.",
-            f"Reason for this dispatch: {why}.",
-            f"Iteration so far: {record.iteration}.",
-        ]
-        if package is not None:
-            lines.append(f"Package ({package.handoff_type}): {package.model_dump_json()}")
-        if record.findings:
-            lines.append(f"Findings so far: {record.findings}")
-        # Keyed by the work order: re-run after a crash, it reuses the summary already paid for.
-        return await self.summaries.run_round(
-            record.conversation, "\n".join(lines), key=f"task-summary:{dispatch_id}"
-        )
+        await self.work.dispatch(record, EXECUTE, package, why)
 
     async def _finish(self, record: ScenarioRecord, phase: Any, reason: str) -> None:
         record.phase = phase
         record.reason = reason
         record.pending = None
+        record.waiting = None
         record.note(phase, reason=reason)
         await self.store.save(record)
         log.info("scheduler.scenario_ended", scenario=record.scenario, phase=phase, reason=reason)
@@ -396,36 +388,31 @@ class SchedulerActor(Actor):
 
     # --- helpers ------------------------------------------------------------------------------
 
-    def _awaiting(self, scenario: str) -> ScenarioRecord:
+    def _awaiting(self, scenario: str) -> ScenarioRecord | ScenarioRefused:
+        # Answered, not raised: a refused decision is the caller's news, not a dead letter.
         record = self.records.get(scenario)
         if record is None:
-            raise UsageError(f"no scenario {scenario!r}; submit it first")
+            return ScenarioRefused(
+                scenario=scenario, reason=f"no scenario {scenario!r}; submit it first"
+            )
         if record.phase != "awaiting_approval" or record.pending is None:
-            raise UsageError(
-                f"scenario {scenario!r} has no handoff awaiting approval (it is {record.phase})"
+            return ScenarioRefused(
+                scenario=scenario,
+                phase=record.phase,
+                reason=f"scenario {scenario!r} has no handoff awaiting approval "
+                f"(it is {record.phase})",
             )
         return record
 
     async def _scenario_config(self, message: StartScenario) -> ScenarioConfig:
-        try:
-            return load_scenario(self.workspace, message.scenario)
-        except UsageError:
-            if message.requirement is None:
-                raise
+        """The scenario's checked `scenario.toml`; without one, defaults and the requirement
+        given (a file that is there but wrong is refused, never passed over)."""
+        folder = scenario_dir(self.workspace, message.scenario)
+        if message.requirement is not None and not (folder / SCENARIO_FILE).exists():
             return ScenarioConfig(name=message.scenario, requirement=message.requirement)
+        return load_scenario(self.workspace, message.scenario, self.budgets)
 
     @staticmethod
     def _merged(record: ScenarioRecord, findings: dict[str, Any], source: str) -> dict[str, Any]:
         context = AgentContext(task_summary="-", shared_findings=record.findings)
         return dict(context.merge_findings(findings, source=source).shared_findings)
-
-    def _emit_handoff(
-        self, event: str, package: HandoffPackage, *, source: str, target: str
-    ) -> None:
-        self.setup.token_log.emit(
-            event,
-            handoff_type=package.handoff_type,
-            **{"from": source},
-            to=target,
-            package_tokens=estimate_json_tokens(package.model_dump(mode="json")),
-        )

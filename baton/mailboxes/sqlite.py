@@ -1,10 +1,10 @@
 """`SqliteMailbox`: a durable mailbox in one SQLite database per workspace.
 
-Every mailbox of a runtime lives in `<workspace>/.baton/mailboxes.sqlite3` (WAL mode). A
-message is a row from `send` until `ack`; `receive` marks it in flight and counts the
-delivery, so a message that was in flight when the process died is delivered again on the
-next start, one attempt later, and one that keeps killing the process is dead-lettered once
-it has used `max_attempts` deliveries. Acked ids are remembered (the newest `REMEMBERED`
+Every mailbox of a runtime lives in `<workspace>/.baton/mailboxes.sqlite3` (WAL mode), a
+`SqliteStore`. A message is a row from `send` until `ack`; `receive` marks it in flight and
+counts the delivery, so a message that was in flight when the process died is delivered again
+on the next start, one attempt later, and one that keeps killing the process is dead-lettered
+once it has used `max_attempts` deliveries. Acked ids are remembered (the newest `REMEMBERED`
 of them), so an envelope sent again with the same id is dropped, not handled twice.
 
 All SQL runs on one worker thread, one statement group at a time: sqlite3 blocks, and the
@@ -14,144 +14,24 @@ crash test exercises); only a power loss can take the last commits.
 
 from __future__ import annotations
 
-import sqlite3
-import time
 from collections import deque
-from collections.abc import Callable
-from pathlib import Path
-from typing import TypeVar
 
 import anyio
 import structlog
 
-from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
+from baton.errors import (
+    InvalidMessageError,
+    MailboxBlockedError,
+    MailboxClosedError,
+)
+from baton.mailboxes._sqlite_store import DATABASE, REMEMBERED, SqliteStore
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink
 
 log = structlog.get_logger(__name__)
 
-T = TypeVar("T")
-
-DATABASE = Path(".baton") / "mailboxes.sqlite3"
-REMEMBERED = 100_000  # acked ids kept for deduplication
-_PRUNE_EVERY = 1_000  # acks between two prunes of the remembered ids
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS envelopes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    recipient TEXT NOT NULL,
-    in_flight INTEGER NOT NULL DEFAULT 0,
-    deliveries INTEGER NOT NULL DEFAULT 0,
-    body TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, seq);
-CREATE TABLE IF NOT EXISTS acked (
-    n INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE
-);
-CREATE TABLE IF NOT EXISTS dead_letters (
-    n INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL,
-    recipient TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    body TEXT NOT NULL,
-    at REAL NOT NULL
-);
-"""
-
-
-class SqliteStore:
-    """The database behind a runtime's sqlite mailboxes; open it with `SqliteStore.open`."""
-
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
-        self.path = path
-        self._db = connection
-        self._limiter = anyio.CapacityLimiter(1)
-        self._acks = 0
-
-    @classmethod
-    async def open(cls, path: Path) -> SqliteStore:
-        def connect() -> sqlite3.Connection:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Autocommit: every write below is its own short transaction, or an explicit one.
-            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA busy_timeout=5000")
-            db.executescript(_SCHEMA)
-            return db
-
-        return cls(await anyio.to_thread.run_sync(connect), path)
-
-    async def run(self, fn: Callable[..., T], *args: object) -> T:
-        """Run `fn(*args)` on the store's worker thread, after any call already queued."""
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
-
-    async def close(self) -> None:
-        await self.run(self._db.close)
-
-    # --- statements (worker thread) ------------------------------------------------------------
-
-    def insert(self, envelope_id: str, recipient: str, body: str) -> int | None:
-        """Store a new envelope; its seq, or None when the id is known (a duplicate)."""
-        cursor = self._db.execute(
-            "INSERT INTO envelopes (id, recipient, body) "
-            "SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM acked WHERE id = ?) "
-            "ON CONFLICT (id) DO NOTHING",
-            (envelope_id, recipient, body, envelope_id),
-        )
-        return cursor.lastrowid if cursor.rowcount == 1 else None
-
-    def load(self, recipient: str) -> list[tuple[int, int, int, str]]:
-        """Stored envelopes for `recipient`, in send order: (seq, in_flight, deliveries, body)."""
-        return self._db.execute(
-            "SELECT seq, in_flight, deliveries, body FROM envelopes WHERE recipient = ? "
-            "ORDER BY seq",
-            (recipient,),
-        ).fetchall()
-
-    def take(self, seq: int) -> None:
-        self._db.execute(
-            "UPDATE envelopes SET in_flight = 1, deliveries = deliveries + 1 WHERE seq = ?",
-            (seq,),
-        )
-
-    def release(self, seq: int) -> None:
-        self._db.execute("UPDATE envelopes SET in_flight = 0 WHERE seq = ?", (seq,))
-
-    def ack(self, seq: int, envelope_id: str) -> None:
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,))
-            self._db.execute("INSERT OR IGNORE INTO acked (id) VALUES (?)", (envelope_id,))
-        self._acks += 1
-        if self._acks % _PRUNE_EVERY == 0:
-            self._db.execute(
-                "DELETE FROM acked WHERE n <= (SELECT MAX(n) FROM acked) - ?", (REMEMBERED,)
-            )
-
-    def bury(self, seq: int, envelope_id: str, recipient: str, reason: str, body: str) -> None:
-        """Move an envelope to the dead letters with its reason."""
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,))
-            self._db.execute(
-                "INSERT INTO dead_letters (id, recipient, reason, body, at) VALUES (?, ?, ?, ?, ?)",
-                (envelope_id, recipient, reason, body, time.time()),
-            )
-
-    def dead_letters(self) -> list[tuple[str, str, str]]:
-        """Every dead letter as (id, recipient, reason), oldest first."""
-        return self._db.execute(
-            "SELECT id, recipient, reason FROM dead_letters ORDER BY n"
-        ).fetchall()
-
-    def pending(self) -> int:
-        """Envelopes stored and not yet acked, across every mailbox."""
-        row = self._db.execute("SELECT COUNT(*) FROM envelopes").fetchone()
-        return int(row[0])
+__all__ = ["DATABASE", "REMEMBERED", "SqliteMailbox", "SqliteStore"]
 
 
 class SqliteMailbox:
@@ -227,13 +107,13 @@ class SqliteMailbox:
             await self._bury(seq, envelope.id, body, reason, envelope)
             return
         if in_flight:
-            await self._store.run(self._store.release, seq)
+            await self._store.settle(self._store.release, seq)
         self._ready.append((seq, envelope))
 
     async def _bury(
         self, seq: int, envelope_id: str, body: str, reason: str, envelope: Envelope | None
     ) -> None:
-        await self._store.run(self._store.bury, seq, envelope_id, self._name, reason, body)
+        await self._store.settle(self._store.bury, seq, envelope_id, self._name, reason, body)
         log.warning("mailbox.dead_lettered", mailbox=self._name, id=envelope_id, reason=reason)
         if envelope is not None and self._dead_letters is not None:
             self._dead_letters.dead_letter(envelope, reason)
@@ -247,7 +127,8 @@ class SqliteMailbox:
         if self._closed:
             raise MailboxClosedError(self._name)
         body = self._codec.encode(envelope)
-        seq = await self._store.run(self._store.insert, envelope.id, self._name, body)
+        # No room raises DiskFullFailure to the sender: new work is refused, not queued.
+        seq = await self._store.write(self._store.insert, envelope.id, self._name, body)
         if self._closed and seq is not None:
             # Closed while storing: the row stays for the next start, which delivers it.
             raise MailboxClosedError(self._name)
@@ -274,7 +155,7 @@ class SqliteMailbox:
             await self._arrived.wait()
         seq, envelope = self._ready.popleft()
         self._room.set()
-        await self._store.run(self._store.take, seq)
+        await self._store.settle(self._store.take, seq)
         return Delivery(envelope, str(seq))
 
     def receive_nowait(self) -> Delivery | None:
@@ -283,14 +164,14 @@ class SqliteMailbox:
 
     async def ack(self, delivery: Delivery) -> None:
         assert delivery.tag is not None
-        await self._store.run(self._store.ack, int(delivery.tag), delivery.envelope.id)
+        await self._store.settle(self._store.ack, int(delivery.tag), delivery.envelope.id)
 
     async def nack(self, delivery: Delivery, *, requeue: bool, reason: str) -> None:
         assert delivery.tag is not None
         seq = int(delivery.tag)
         envelope = delivery.envelope
         if requeue:
-            await self._store.run(self._store.release, seq)
+            await self._store.settle(self._store.release, seq)
             self._ready.appendleft((seq, envelope.retried()))
             self._arrived.set()
             return

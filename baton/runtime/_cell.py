@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -12,14 +13,17 @@ from anyio.abc import TaskStatus
 
 from baton.errors import (
     ActorDeadError,
+    DiskFullFailure,
     HandlerFailedError,
     MailboxClosedError,
     UnhandledMessageError,
     UsageError,
+    out_of_space,
 )
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.runtime.actor import Actor, BoundHandler
+from baton.runtime.disk_writes import DISK_FULL_RETRY
 from baton.runtime.logging import MessageScope, enter_scope
 from baton.runtime.ref import ActorRef
 from baton.runtime.supervision import RestartTracker, SupervisorPolicy
@@ -32,6 +36,7 @@ class ActorState(StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     RESTARTING = "restarting"
+    COOLING_DOWN = "cooling_down"  # restart budget spent: restarts after the policy's cooldown
     STOPPING = "stopping"
     STOPPED = "stopped"
     FAILED = "failed"  # stopped by the supervisor: restart intensity exceeded
@@ -105,6 +110,7 @@ class ActorCell:
         self._scope: anyio.CancelScope | None = None
         self._dispatch: dict[type, BoundHandler] = {}
         self._failing = False
+        self._room_waits = 0  # consecutive waits for disk space
         self._log_scope = MessageScope(name)
         self._reply_elsewhere = reply_elsewhere
 
@@ -115,12 +121,27 @@ class ActorCell:
 
     @property
     def alive(self) -> bool:
-        return self.state in (ActorState.STARTING, ActorState.RUNNING, ActorState.RESTARTING)
+        return self.state in (
+            ActorState.STARTING,
+            ActorState.RUNNING,
+            ActorState.RESTARTING,
+            ActorState.COOLING_DOWN,
+        )
 
     def cancel(self) -> None:
         """Abandon the message in hand and stop now (the shutdown deadline passed)."""
         if self._scope is not None:
             self._scope.cancel()
+
+    def request_stop(self) -> None:
+        """Mark the actor stopping (the runtime closes its mailbox to drain it). One that only
+        waits out a cool-down has nothing to drain: it stops at once, leaving the message in
+        hand unacked (a durable mailbox delivers it again on the next start)."""
+        cooling = self.state is ActorState.COOLING_DOWN
+        if self.alive:
+            self.state = ActorState.STOPPING
+        if cooling:
+            self.cancel()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         with anyio.CancelScope() as scope:
@@ -191,6 +212,9 @@ class ActorCell:
                 self.handled += 1
                 if self._failing:
                     self._failing = False
+                    if self._room_waits:
+                        self._room_waits = 0
+                        self.stop_reason = None  # the wait for disk space is over
                     self._tracker.succeeded()
                 if envelope.correlation_id is not None:
                     self._settle(envelope, value=result)
@@ -214,6 +238,9 @@ class ActorCell:
             await self.mailbox.nack(delivery, requeue=False, reason=reason)
             self._settle(envelope, error=error)
             return None
+        full = out_of_space(error)
+        if full is not None:
+            return await self._wait_for_room(delivery, full)
         self.failures += 1
         self._failing = True
         log.warning(
@@ -241,15 +268,59 @@ class ActorCell:
             return None
         return Delivery(envelope.retried(), delivery.tag)
 
-    async def _restart(self, error: Exception, *, in_hand: Delivery | None) -> None:
-        """Replace the actor instance after a backoff, or stop it past the intensity limit."""
+    async def _wait_for_room(self, delivery: Delivery, full: DiskFullFailure) -> Delivery:
+        """A write failed for space: neither the message nor the actor is at fault. An asker
+        hears it at once; the message keeps its attempt and is handled again, by a fresh
+        instance, once a backoff has passed (README.md, "After a full disk or a damaged
+        file"); no restart is spent, so a full disk cannot stop the actor."""
+        envelope = delivery.envelope
+        self._settle(envelope, error=full)
+        delay = DISK_FULL_RETRY.delay(self._room_waits)
+        if self._room_waits == 0:
+            log.warning(
+                "actor.waiting_for_disk",
+                actor=self.name,
+                message_id=envelope.id,
+                message_type=envelope.message_type,
+                error=str(full),
+            )
+        self._room_waits += 1
+        self._failing = True
+        self.stop_reason = f"waiting for disk space: {full}"  # shown by `status`
+        if self.instance is not None:
+            await self._run_hook("on_stop", self.instance.on_stop())
+            self.instance = None
+            self._dispatch.clear()
         while True:
-            if not self._tracker.allow():
-                self.stop_reason = (
+            await self._policy.sleep(delay)
+            try:
+                self.instance = await self._start_instance()
+            except Exception as exc:  # noqa: BLE001 - a failing on_start is a failure too
+                if out_of_space(exc) is None:
+                    await self._restart(exc, in_hand=delivery)
+                    return delivery
+                # Starting needs room as well (an agent opens its journal): wait more.
+                delay = DISK_FULL_RETRY.delay(self._room_waits)
+                self._room_waits += 1
+                continue
+            return delivery
+
+    async def _restart(self, error: Exception, *, in_hand: Delivery | None) -> None:
+        """Replace the actor instance after a backoff; past the intensity limit, after the
+        cool-down (or stop it, when the policy has none)."""
+        cooled = False  # a cool-down just ended: it is the restart's permission
+        while True:
+            if not cooled and not self._tracker.allow():
+                spent = (
                     f"restart intensity exceeded ({self._policy.max_restarts} restarts in "
                     f"{self._policy.restart_window:g}s); "
                     f"last error: {type(error).__name__}: {error}"
                 )
+                if self._policy.cooldown > 0:
+                    await self._cool_down(spent)
+                    cooled = True
+                    continue
+                self.stop_reason = spent
                 log.error("actor.stopped", actor=self.name, reason=self.stop_reason)
                 if in_hand is not None:
                     await self.mailbox.nack(in_hand, requeue=False, reason=self.stop_reason)
@@ -268,6 +339,7 @@ class ActorCell:
                 self.instance = await self._start_instance()
             except Exception as exc:  # noqa: BLE001 - a failing on_start is one more failure
                 error = exc
+                cooled = False
                 continue
             self.restarts += 1
             self.state = ActorState.RUNNING
@@ -280,6 +352,31 @@ class ActorCell:
             log.warning("actor.restarted", **fields)
             self._token_log.emit("actor.restarted", **fields)
             return
+
+    async def _cool_down(self, spent: str) -> None:
+        """Wait out the policy's cooldown with the instance stopped, then give the actor a
+        whole restart budget again: in a long-lived process a failure that passes (an outage,
+        a full disk) must not leave the actor dead for ever (docs/architecture.md, "runtime/").
+        Its mailbox stays open meanwhile; messages wait there."""
+        cooldown = self._policy.cooldown
+        # Wall-clock time for people reading `status`; the wait itself is the policy's sleep.
+        restart_at = datetime.now().astimezone() + timedelta(seconds=cooldown)
+        self.state = ActorState.COOLING_DOWN
+        self.stop_reason = f"cooling down until {restart_at:%H:%M:%S}: {spent}"
+        log.error(
+            "actor.cooling_down",
+            actor=self.name,
+            cooldown_s=cooldown,
+            restart_at=restart_at.isoformat(timespec="seconds"),
+            reason=spent,
+        )
+        if self.instance is not None:
+            await self._run_hook("on_stop", self.instance.on_stop())
+            self.instance = None
+            self._dispatch.clear()
+        await self._policy.sleep(cooldown)
+        self._tracker.cooled_down()
+        self.stop_reason = None
 
     def _settle(
         self, envelope: Envelope, *, value: Any = None, error: BaseException | None = None

@@ -12,9 +12,12 @@ from baton.errors import (
     ActorExistsError,
     AskTimeoutError,
     BatonError,
+    DiskFullFailure,
     HandlerFailedError,
-    InvalidPayloadError,
+    InvalidMessageError,
+    InvalidScenarioNameError,
     MailboxFullError,
+    NoPendingHandoffError,
     NoSchedulerError,
     RemoteFailure,
     RuntimeFailure,
@@ -46,18 +49,24 @@ class ErrorBody(_Body):
     error: ErrorDetail
 
 
+# By meaning (docs/architecture.md, "A message, from `baton tell` to a handler and back"):
+# 404 names something that does not exist, 409 a request the current state refuses, 422 a
+# message that is not one the actor takes; 400 is left for a refusal of the handler's own.
 # Looked up along the error's MRO, so a subclass gets its parent's status unless listed.
 _STATUS: dict[type[BatonError], int] = {
     UnknownActorError: 404,
     UnknownScenarioError: 404,
-    InvalidPayloadError: 422,
-    UnhandledMessageError: 400,
+    InvalidMessageError: 422,
+    InvalidScenarioNameError: 422,
+    UnhandledMessageError: 422,
     ActorExistsError: 409,
     ActorDeadError: 409,
     NoSchedulerError: 409,
+    NoPendingHandoffError: 409,
     HandlerFailedError: 502,
     SchedulerReplyFailure: 502,
     MailboxFullError: 503,
+    DiskFullFailure: 507,
     AskTimeoutError: 504,
     UsageError: 400,
     RuntimeFailure: 500,
@@ -65,12 +74,37 @@ _STATUS: dict[type[BatonError], int] = {
 
 _PLAIN = (str, int, float, bool, type(None))
 
+# What each error status of the control API means, as its OpenAPI document says it.
+STATUS_MEANING: dict[int, str] = {
+    400: "the actor refused the message for a reason of its own (the message says which)",
+    404: "no such actor, scenario or endpoint",
+    408: "the request's headers or body did not arrive within `[server] request_timeout`",
+    409: "the current state refuses it: no scheduler, the actor stopped, nothing to approve",
+    413: "the body is larger than `[server] max_body_bytes`",
+    415: "the body is not JSON: send it with `Content-Type: application/json`",
+    422: "the body or a query parameter is invalid (each problem is named), or its JSON is "
+    "nested too deep",
+    500: "a bug in the runtime, which keeps running: see its log",
+    502: "the handler failed on every attempt (`details.cause` says how)",
+    503: "the actor's mailbox stayed full for the whole `timeout`",
+    504: "no reply within the ask's `timeout`",
+    507: "no disk space: new work is refused until there is room; queued work is kept",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for these error statuses, each with the error body."""
+    return {
+        status: {"model": ErrorBody, "description": STATUS_MEANING[status]} for status in statuses
+    }
+
 
 def status_for(error: BatonError) -> int:
     """The HTTP status that reports `error`."""
     if isinstance(error, HandlerFailedError) and isinstance(error.cause, UsageError):
-        # The handler refused the request itself (say, an unknown scenario): the caller's to fix.
-        return 400
+        # The handler refused the request itself (say, an unknown scenario): the caller's to
+        # fix, with the status of the refusal.
+        return status_for(error.cause)
     for klass in type(error).__mro__:
         status = _STATUS.get(klass)
         if status is not None:

@@ -31,10 +31,11 @@ from baton.mailboxes.envelope import Envelope, new_id
 from baton.mailboxes.memory import MemoryMailbox
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.mailboxes.sqlite import DATABASE, SqliteMailbox, SqliteStore
-from baton.runtime._cell import ActorCell, ActorState, PendingAsk
+from baton.runtime._cell import ActorCell, PendingAsk
 from baton.runtime.actor import Actor
 from baton.runtime.context_status import ContextProviders
 from baton.runtime.dead_letters import DeadLetterLog
+from baton.runtime.disk_writes import DISK_FULL_RETRY
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT, ActorRef
 from baton.runtime.settings import KernelConfig, is_redis_url, load_settings, redact_url
 from baton.runtime.supervision import SupervisorPolicy
@@ -131,7 +132,14 @@ class Runtime:
         self.config = config
         self.token_log = token_log
         self.policy = policy
-        self.dead_letters = DeadLetterLog(token_log=token_log)
+        self.dead_letters = DeadLetterLog(
+            token_log=token_log,
+            keep=config.runtime.dead_letter_max,
+            max_age=config.runtime.dead_letter_days * 86_400,
+        )
+        # Lines for the process to show at start (lost messages: README.md, "After a full
+        # disk or a damaged file").
+        self.warnings: list[str] = []
         self.context_providers = ContextProviders()  # filled by agent actors, read by status
         self._tg = task_group
         self._cells: dict[str, ActorCell] = {}
@@ -173,6 +181,7 @@ class Runtime:
         attempts = policy.max_attempts if policy is not None else supervision.max_attempts
         async with AsyncExitStack() as backends:
             distributed: Distributed | None = None
+            store: SqliteStore | None = None
             if mailbox_factory is None and is_redis_url(settings.mailbox):
                 distributed = await backends.enter_async_context(
                     _redis_backend(settings.mailbox).open(
@@ -181,7 +190,12 @@ class Runtime:
                 )
                 mailbox_factory = distributed.mailbox
             elif mailbox_factory is None and root is not None and settings.mailbox == "sqlite":
-                store = await SqliteStore.open(root / DATABASE)
+                store = await SqliteStore.open(
+                    root / DATABASE,
+                    dead_letter_max=settings.dead_letter_max,
+                    dead_letter_age=settings.dead_letter_days * 86_400,
+                    retry=DISK_FULL_RETRY,
+                )
                 backends.push_async_callback(_close_shielded, store)
                 mailbox_factory = sqlite_mailboxes(store, attempts)
             async with (
@@ -206,6 +220,8 @@ class Runtime:
                     ),
                     distributed=distributed,
                 )
+                if store is not None:
+                    runtime.warnings.extend(store.warnings)
                 try:
                     yield runtime
                 finally:
@@ -272,8 +288,7 @@ class Runtime:
 
     async def _stop_cells(self, cells: list[ActorCell], timeout: float) -> None:
         for cell in cells:
-            if cell.alive:
-                cell.state = ActorState.STOPPING
+            cell.request_stop()
             await cell.mailbox.close()
         with anyio.move_on_after(timeout):
             for cell in cells:
@@ -301,6 +316,10 @@ class Runtime:
 
     def names(self) -> list[str]:
         return list(self._cells)
+
+    def actor_types(self) -> dict[str, type[Actor]]:
+        """The class of every actor spawned here, by name: what each one accepts."""
+        return dict(self._types)
 
     def status(self) -> list[ActorStatus]:
         """A snapshot of every registered actor."""

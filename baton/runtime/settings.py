@@ -1,4 +1,5 @@
-"""`baton.toml` as the kernel reads it: `[runtime]` and `[logs]`, with `BATON_*` overrides.
+"""`baton.toml` as the kernel reads it: `[runtime]`, `[logs]` and `[server]`, with `BATON_*`
+overrides.
 
 Unknown keys are errors that name the key (a typo must not silently fall back to a default).
 An environment variable `BATON_<SECTION>__<KEY>` overrides one value, e.g.
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from baton._write_rules import write_path_problem
 from baton.errors import ConfigError, validation_problems
 
 CONFIG_FILE = "baton.toml"
@@ -33,6 +35,9 @@ class SupervisionConfig(_Strict):
     max_attempts: int = Field(3, ge=1)
     max_restarts: int = Field(5, ge=0)
     restart_window: float = Field(60.0, gt=0)
+    # Seconds an actor that spent its restart budget waits before it restarts; 0: it stays
+    # stopped (`failed`) until the process restarts.
+    cooldown: float = Field(60.0, ge=0)
     backoff_initial: float = Field(0.05, ge=0)
     backoff_max: float = Field(5.0, ge=0)
 
@@ -85,6 +90,10 @@ class RuntimeConfig(_Strict):
     )
     mailbox_capacity: int = Field(1024, ge=1)
     shutdown_timeout: float = Field(10.0, ge=0)
+    # Dead letters kept (each with a 4 KB excerpt of its body), newest first, and for how
+    # many days; older or more are pruned (README.md, "Durable mailboxes and crashes").
+    dead_letter_max: int = Field(10_000, ge=1)
+    dead_letter_days: float = Field(30.0, gt=0)
     supervision: SupervisionConfig = SupervisionConfig()
     redis: RedisConfig = RedisConfig()
 
@@ -99,11 +108,37 @@ class LogsConfig(_Strict):
     token_log_backups: int = Field(5, ge=1)
 
 
+class ServerConfig(_Strict):
+    """The control API of `baton run` (docs/architecture.md, "server/"): what one request may
+    cost it. A bigger body is answered 413, a slower request 408."""
+
+    max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    # Seconds a client has to send a request's headers, and then as much again for its body.
+    request_timeout: float = Field(10.0, gt=0)
+
+
+class SandboxConfig(_Strict):
+    """Where agents' `Write` may write besides their scenario's folder (docs/handoffs.md,
+    "Sandbox"); an entry that leaves the workspace or names code or baton's files is refused."""
+
+    write_paths: tuple[str, ...] = ()
+
+    @field_validator("write_paths")
+    @classmethod
+    def _writable(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        problems = [p for p in map(write_path_problem, value) if p is not None]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+
 class KernelConfig(_Strict):
     """The whole of `baton.toml` as the kernel sees it: agents' tables are passed on as given."""
 
     runtime: RuntimeConfig = RuntimeConfig()
     logs: LogsConfig = LogsConfig()
+    server: ServerConfig = ServerConfig()
+    sandbox: SandboxConfig = SandboxConfig()
     actors: dict[str, Any] = Field(
         default_factory=dict, description="[actors.<name>] tables, for the layer that runs agents"
     )
@@ -144,6 +179,21 @@ def describe_errors(error: ValidationError, source: str) -> str:
     return f"invalid configuration in {source}: " + "; ".join(problems)
 
 
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The TOML file at `path`; a one-line `ConfigError` naming it when it cannot be read."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}) — save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def read_config(
     workspace: Path | None,
     environ: Mapping[str, str] | None = None,
@@ -158,10 +208,7 @@ def read_config(
         path = workspace / CONFIG_FILE
         if path.is_file():
             source = str(path)
-            try:
-                data = tomllib.loads(path.read_text(encoding="utf-8"))
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+            data = _read_toml(path)
     from_env = _env_overrides(os.environ if environ is None else environ)
     if from_env:
         source = f"{source} + BATON_* environment"

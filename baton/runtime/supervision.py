@@ -19,7 +19,10 @@ class SupervisorPolicy:
     A handler that raises makes the actor restart after a backoff of
     `backoff_initial * backoff_factor ** (consecutive failures - 1)`, capped at `backoff_max`.
     A message is tried at most `max_attempts` times, then dead-lettered. More than
-    `max_restarts` restarts within `restart_window` seconds stop the actor for good.
+    `max_restarts` restarts within `restart_window` seconds spend the restart budget: the
+    actor cools down for `cooldown` seconds (its mailbox keeps filling), then restarts with
+    the budget whole again, so a long-lived process heals once the trouble passes.
+    `cooldown=0` stops the actor for good instead.
     """
 
     max_attempts: int = 3
@@ -28,6 +31,7 @@ class SupervisorPolicy:
     backoff_max: float = 5.0
     max_restarts: int = 5
     restart_window: float = 60.0
+    cooldown: float = 60.0
     clock: Callable[[], float] = field(default=time.monotonic)
     sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep)
 
@@ -36,6 +40,8 @@ class SupervisorPolicy:
             raise ValueError("max_attempts must be >= 1")
         if self.max_restarts < 0 or self.restart_window <= 0:
             raise ValueError("max_restarts must be >= 0 and restart_window > 0")
+        if self.cooldown < 0:
+            raise ValueError("cooldown must be >= 0 (0: a spent restart budget stops the actor)")
 
     @property
     def backoff(self) -> Backoff:
@@ -70,6 +76,12 @@ class RestartTracker:
 
     def succeeded(self) -> None:
         """A message was handled: the next failure starts from the initial backoff again."""
+        self._consecutive = 0
+
+    def cooled_down(self) -> None:
+        """The cool-down after a spent budget is over: a whole budget again, and the backoff
+        from its start."""
+        self._recent.clear()
         self._consecutive = 0
 
     @property

@@ -22,6 +22,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from pydantic import ValidationError
 from structlog.typing import EventDict, WrappedLogger
 
+from baton._private import private_dir, private_opener
+from baton.errors import DiskFullFailure, StateFileError
+from baton.runtime import disk_writes
+from baton.runtime.disk_writes import append_whole
 from baton.runtime.logging import current_actor, redact_secrets
 from baton.runtime.token_records import TOKEN_RECORD
 
@@ -92,6 +96,8 @@ class TokenLog:
         self._file: AsyncBufferedIOBase | None = None
         self._size = 0
         self._written = 0
+        self._closing = anyio.Event()  # the block ended: stop waiting for disk space
+        self._unwritten = 0  # records given up on because the disk was full at the end
         self._logger = structlog.wrap_logger(
             _Enqueue(send),
             processors=[
@@ -113,10 +119,30 @@ class TokenLog:
         backups: int = DEFAULT_BACKUPS,
     ) -> AsyncIterator[TokenLog]:
         """Run the writer for the block; on exit every emitted record is on disk."""
+        file: AsyncBufferedIOBase | None = None
+        if path is not None:
+            try:
+                # 0700 directories, 0600 files (README, "Sandbox and file modes").
+                await anyio.to_thread.run_sync(private_dir, path.parent)
+                if await anyio.Path(path).exists() and not await anyio.Path(path).is_file():
+                    if await anyio.Path(path).is_dir():
+                        raise IsADirectoryError(path)
+                    # Opening a FIFO to append would wait for a reader for ever.
+                    raise StateFileError(path, "is not a regular file", "move it aside")
+                file = await aiofiles.open(path, "ab", opener=private_opener)
+            except IsADirectoryError:
+                raise StateFileError(
+                    path, "is a directory, not the token log", "move it aside, then start again"
+                ) from None
+            except OSError as exc:
+                raise StateFileError(
+                    path,
+                    f"cannot be opened for appending ({exc.strerror or exc})",
+                    f"check that {path.parent} is a writable directory",
+                ) from None
         token_log = cls(path, max_bytes=max_bytes, backups=backups)
         if path is not None:
-            await anyio.Path(path.parent).mkdir(parents=True, exist_ok=True)
-            token_log._file = await aiofiles.open(path, "ab")
+            token_log._file = file
             token_log._size = (await anyio.Path(path).stat()).st_size
         try:
             async with anyio.create_task_group() as tg:
@@ -124,7 +150,15 @@ class TokenLog:
                 try:
                     yield token_log
                 finally:
+                    token_log._closing.set()
                     token_log._send.close()
+            if token_log._unwritten:
+                log.error(
+                    "token_log.unwritten",
+                    path=str(path),
+                    records=token_log._unwritten,
+                    reason="no disk space when the log closed",
+                )
         finally:
             if token_log._file is not None:
                 # Shielded: when the block is cancelled the file must still be closed.
@@ -193,8 +227,28 @@ class TokenLog:
         if not chunk:
             return
         assert self._file is not None
-        await self._file.write(bytes(chunk))
-        await self._file.flush()
+        assert self.path is not None
+        data = bytes(chunk)
+        attempt = 0
+        while True:
+            try:
+                await anyio.to_thread.run_sync(append_whole, self._file.fileno(), data, self.path)
+                break
+            except DiskFullFailure as exc:
+                # The records wait here, in order, and go to disk once there is room: a full
+                # disk delays the log and loses none of it (README.md, "After a full disk or
+                # a damaged file") — unless the process is stopping, which must not wait for
+                # room: then they are counted, said once, and left out.
+                if self._closing.is_set():
+                    self._unwritten += data.count(b"\n")
+                    return
+                if attempt == 0:
+                    log.warning("token_log.disk_full", path=str(self.path), error=str(exc))
+                with anyio.move_on_after(disk_writes.DISK_FULL_RETRY.delay(attempt)):
+                    await self._closing.wait()
+                attempt += 1
+        if attempt:
+            log.info("token_log.disk_space_back", path=str(self.path))
         self._size += len(chunk)
 
     async def _rotate(self) -> None:
@@ -206,7 +260,7 @@ class TokenLog:
             if await older.exists():
                 await older.rename(f"{self.path}.{index + 1}")
         await anyio.Path(self.path).rename(f"{self.path}.1")
-        self._file = await aiofiles.open(self.path, "ab")
+        self._file = await aiofiles.open(self.path, "ab", opener=private_opener)
         self._size = 0
 
     def _notify(self, batch: list[str]) -> None:

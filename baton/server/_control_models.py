@@ -11,6 +11,9 @@ from baton.runtime.context_status import ContextFill
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 
 MAX_TIMEOUT = 3600.0
+# An ask goes through the actor's mailbox, which a durable one writes to disk first: a
+# shorter wait could only ever time out.
+MIN_TIMEOUT = 0.05
 DEFAULT_TELL_TIMEOUT = 10.0
 
 
@@ -21,6 +24,9 @@ class _Body(BaseModel):
 class MessageRequest(_Body):
     """A message for `tell` or `ask`, named by its type and given as JSON fields."""
 
+    # JSON's own types, as the OpenAPI document states them (no `"1"` for a number).
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     type: str = Field(
         min_length=1, max_length=200, description="the message class name, e.g. `Prompt`"
     )
@@ -29,7 +35,7 @@ class MessageRequest(_Body):
     )
     timeout: float | None = Field(
         None,
-        gt=0,
+        ge=MIN_TIMEOUT,
         le=MAX_TIMEOUT,
         allow_inf_nan=False,
         description=(

@@ -91,8 +91,9 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 def _scenario_line(state: ScenarioState) -> str:
     line = f"  {state.scenario}: {state.phase} (iteration {state.iteration})"
-    if state.reason:
-        line += f" — {state.reason}"
+    # While it waits (the model unavailable, ...) that is the news; the reason is in --json.
+    if state.waiting or state.reason:
+        line += f" — {state.waiting or state.reason}"
     return line
 
 
@@ -119,6 +120,8 @@ def render_status(report: StatusReport) -> str:
         for actor in report.actors
     ]
     lines += _table(rows) if report.actors else ["no actors"]
+    # Why an actor is cooling down (and when it restarts) or has stopped for good.
+    lines += [f"  {a.name}: {a.stop_reason}" for a in report.actors if a.stop_reason]
     if not report.scheduler:
         lines.append("scenarios: none (no scheduler running)")
     elif report.scenarios_error:

@@ -25,8 +25,9 @@ from baton.actors.messages import (
     StartScenario,
 )
 from baton.actors.pipeline import AGENTS, Pipeline, open_pipeline
-from baton.errors import BatonError, CommandLineError, NoSchedulerError
+from baton.errors import BatonError, CommandLineError, DiskFullFailure, NoSchedulerError
 from baton.runtime.actor import Actor
+from baton.runtime.disk_writes import DISK_FULL_RETRY
 from baton.runtime.runtime import Runtime
 from baton.runtime.settings import redact_url
 from baton.server._render import render_scenario
@@ -101,15 +102,23 @@ async def _cancel_when_idle(
     runtime: Runtime, pipeline: Pipeline, scope: CancelScope, out: TextIO
 ) -> None:
     states: list[ScenarioState] = []
+    full_waits = 0
     while runtime.is_alive(SCHEDULER):
         next_end = pipeline.next_scenario_end()
         try:
             states = list(await runtime.ask(SCHEDULER, ScenarioQuery(), timeout=30) or ())
+        except DiskFullFailure as exc:
+            # Refused at once while the disk is full: ask again after a wait, not in a loop.
+            log.warning("run.idle_check_failed", error=str(exc))
+            await anyio.sleep(DISK_FULL_RETRY.delay(full_waits))
+            full_waits += 1
+            continue
         except BatonError as exc:
             # A busy scheduler may miss the deadline: ask again rather than wait for an end
             # that may already have happened.
             log.warning("run.idle_check_failed", error=str(exc))
             continue
+        full_waits = 0
         if not any(state.phase in ACTIVE_PHASES for state in states):
             break
         async with anyio.create_task_group() as race:
@@ -144,7 +153,7 @@ async def _start(
         file=out,
         flush=True,
     )
-    for warning in pipeline.warnings:
+    for warning in [*runtime.warnings, *pipeline.warnings]:
         sys.stderr.write(f"baton: warning: {warning}\n")
     if options.submit is not None:
         start = StartScenario(

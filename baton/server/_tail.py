@@ -15,6 +15,10 @@ from typing import Any
 import aiofiles
 import anyio
 from aiofiles.threadpool.binary import AsyncBufferedReader
+from pydantic import ValidationError
+
+from baton.errors import validation_problems
+from baton.runtime.token_records import EVENTS, TOKEN_RECORD
 
 POLL_INTERVAL = 0.25
 _CHUNK = 64 * 1024
@@ -30,6 +34,39 @@ def record_matches(record: Mapping[str, Any], *, actor: str | None, event: str |
         return True
     name = str(record.get("event", ""))
     return name == event or name.startswith(f"{event}.")
+
+
+_TEXT_FIELDS = ("actor", "scenario", "conversation")
+# A record written by another baton version may lack a field or carry a new one: it still
+# renders (absent fields show as None). A wrong type is what a renderer cannot show.
+_TOLERATED = ("missing", "extra_forbidden")
+
+
+def record_problem(record: Mapping[str, Any]) -> str | None:
+    """Why `record` (a decoded JSON object) is not a token-log record `baton tail` can render,
+    or None when it is one (README.md, "Token log": the fields and their types)."""
+    event = record.get("event")
+    if not isinstance(event, str):
+        return "'event' is not a string"
+    if not isinstance(record.get("ts", ""), str):
+        return "'ts' is not a string"
+    for key in _TEXT_FIELDS:
+        if not isinstance(record.get(key), str | None):
+            return f"{key!r} is not a string"
+    if event not in EVENTS:
+        return None  # an event this version does not know: shown field by field
+    try:
+        TOKEN_RECORD.validate_python(record)
+    except ValidationError as exc:
+        # The union's first location is the event's tag: the field alone names the problem.
+        wrong = [
+            {**error, "loc": error["loc"][1:]}
+            for error in exc.errors(include_url=False)
+            if error["type"] not in _TOLERATED
+        ]
+        if wrong:
+            return "; ".join(validation_problems(wrong, show_input=False))
+    return None
 
 
 async def read_lines(path: Path) -> AsyncIterator[str]:

@@ -19,7 +19,8 @@ from pathlib import Path
 import anyio
 import structlog
 
-from baton.errors import UsageError, WorkspaceBusyError
+from baton._private import private_dir, private_opener
+from baton.errors import StateFileError, UsageError, WorkspaceBusyError
 
 log = structlog.get_logger(__name__)
 
@@ -50,7 +51,14 @@ def read_pid(pid_file: Path) -> int | None:
 def _lock(pid_file: Path, workspace: Path) -> int:
     """Open and lock the pid file that is at `pid_file` now; the fd stays open to hold it."""
     for _ in range(5):
-        fd = os.open(pid_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = private_opener(pid_file, os.O_RDWR | os.O_CREAT)
+        except IsADirectoryError:
+            raise _directory(pid_file, "baton's pid file") from None
+        except OSError as exc:
+            raise StateFileError(
+                pid_file, f"cannot be opened ({exc.strerror or exc})", "check its permissions"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -71,9 +79,21 @@ def _lock(pid_file: Path, workspace: Path) -> int:
     raise WorkspaceBusyError(workspace, read_pid(pid_file))
 
 
+def _directory(path: Path, what: str) -> StateFileError:
+    # Never removed for the user: a directory there was made by someone, and may hold files.
+    return StateFileError(
+        path, f"is a directory, not {what}", "remove it or move it aside, then start again"
+    )
+
+
 def _claim(workspace: Path) -> tuple[WorkspaceClaim, int]:
     control_dir = workspace / ".baton"
-    control_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        private_dir(control_dir)  # README, "Sandbox and file modes"
+    except (FileExistsError, NotADirectoryError):
+        raise StateFileError(
+            control_dir, "is not a directory", "move it aside; baton keeps its state there"
+        ) from None
     claim = WorkspaceClaim(workspace, workspace / PID_FILE, workspace / CONTROL_SOCKET)
     size = len(os.fsencode(claim.socket_path))
     if size > SOCKET_PATH_MAX:
@@ -86,6 +106,8 @@ def _claim(workspace: Path) -> tuple[WorkspaceClaim, int]:
     try:
         if stale is not None and stale != os.getpid():
             log.info("control.stale_pid_removed", pid=stale, path=str(claim.pid_file))
+        if claim.socket_path.is_dir() and not claim.socket_path.is_symlink():
+            raise _directory(claim.socket_path, "baton's control socket")
         if claim.socket_path.exists() or claim.socket_path.is_symlink():
             claim.socket_path.unlink()
             log.info("control.stale_socket_removed", path=str(claim.socket_path))

@@ -19,12 +19,13 @@ from typing import Any, NoReturn
 import anyio
 import structlog
 
-from baton.errors import BatonError, CommandLineError, UsageError
+from baton.errors import BatonError, CommandLineError, StateFileError, UsageError
 from baton.runtime.logging import configure_logging
 from baton.runtime.token_log import TOKEN_LOG
+from baton.server._log_limits import quiet_event_loop
 from baton.server._render import render_record, render_scenario, render_status
-from baton.server._tail import follow_lines, read_lines, record_matches
-from baton.server.client import Client
+from baton.server._tail import follow_lines, read_lines, record_matches, record_problem
+from baton.server.client import Client, not_unicode, not_unicode_message
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -65,6 +66,9 @@ def _payload(args: argparse.Namespace) -> dict[str, Any]:
             f"the {args.type} payload must be a JSON object of its fields, not "
             f'{type(payload).__name__} — e.g. \'{{"text": "hi"}}\''
         )
+    where = not_unicode(payload)
+    if where is not None:
+        raise CommandLineError(not_unicode_message(args.type, where))
     return payload
 
 
@@ -153,6 +157,8 @@ async def _stop(args: argparse.Namespace) -> None:
 
 async def _tail(args: argparse.Namespace) -> None:
     path = Path(args.workspace) / TOKEN_LOG
+    if await anyio.Path(path).is_dir():
+        raise StateFileError(path, "is a directory, not the token log", "move it aside")
     if not args.follow and not await anyio.Path(path).is_file():
         raise UsageError(
             f"no token log at {path} yet — start `baton run` in {args.workspace}, "
@@ -168,8 +174,15 @@ async def _tail(args: argparse.Namespace) -> None:
             if args.actor is None and args.event is None:
                 _print(line if args.json else f"(not a JSON record) {line}")
             continue
-        if record_matches(record, actor=args.actor, event=args.event):
+        if not record_matches(record, actor=args.actor, event=args.event):
+            continue
+        problem = None if args.json else record_problem(record)
+        if problem is None:
             _print(line if args.json else render_record(record))
+        else:
+            # A line of the wrong shape (written by hand, or by something else): shown as
+            # it is, so the reader sees it, instead of ending the tail.
+            _print(f"(not a token-log record: {problem}) {line}")
 
 
 # --- parser --------------------------------------------------------------------------------
@@ -299,6 +312,19 @@ def _baton_error(error: BaseException) -> BatonError | None:
     return None
 
 
+def _os_error(error: BaseException) -> OSError | None:
+    # A file that cannot be used (a directory where a file belongs, no permission) is said
+    # in one line whether or not it came through a task group.
+    if isinstance(error, OSError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _os_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def _silence_broken_pipe() -> None:
     # `baton tail | head`: the reader left; exit quietly instead of a traceback at flush.
     with contextlib.suppress(OSError):
@@ -329,9 +355,16 @@ def main(argv: list[str] | None = None) -> int:
         structlog.configure(**logging_before)
 
 
+async def _quietly(handler: Command, args: argparse.Namespace) -> None:
+    # A failure the event loop reports over and over (EMFILE on accept under fd exhaustion)
+    # is logged once per interval, not once per occurrence with a traceback.
+    quiet_event_loop()
+    await handler(args)
+
+
 def _dispatch(handler: Command, args: argparse.Namespace) -> int:
     try:
-        anyio.run(handler, args, backend="asyncio")
+        anyio.run(_quietly, handler, args, backend="asyncio")
     except KeyboardInterrupt:
         return EXIT_OK if args.name == "tail" else EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -339,8 +372,9 @@ def _dispatch(handler: Command, args: argparse.Namespace) -> int:
         return EXIT_OK
     except Exception as exc:
         error = _baton_error(exc)
-        if error is None and isinstance(exc, OSError):
-            sys.stderr.write(f"baton {args.name}: error: {exc} — check the workspace path\n")
+        os_error = _os_error(exc) if error is None else None
+        if os_error is not None:
+            sys.stderr.write(f"baton {args.name}: error: {os_error} — check the workspace path\n")
             return EXIT_FAILURE
         if error is None:
             raise

@@ -24,7 +24,13 @@ import httpx2
 from pydantic import BaseModel
 
 from baton.actors.messages import ScenarioState
-from baton.errors import BatonError, NoRuntimeError, RuntimeFailure, UsageError
+from baton.errors import (
+    BatonError,
+    InvalidMessageError,
+    NoRuntimeError,
+    RuntimeFailure,
+    UsageError,
+)
 from baton.runtime._error_wire import rebuild_error
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.server._control_models import (
@@ -41,6 +47,38 @@ STOP_TIMEOUT = 60.0
 _STOP_POLL = 0.05
 # Answers to asks arrive after the ask's own timeout; the HTTP wait must outlast it.
 _ASK_MARGIN = 10.0
+
+
+def not_unicode(value: Any, where: str = "") -> str | None:
+    """The dotted place in `value` (decoded JSON) of a string that is not valid Unicode (a
+    lone surrogate such as `\\ud800`, which no UTF-8 request can carry), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where or "(whole payload)"
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            place = f"{where}.{key}" if where else str(key)
+            found = not_unicode(key, place) or not_unicode(item, place)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = not_unicode(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def not_unicode_message(type_name: str, where: str) -> str:
+    """What to say of a payload that `not_unicode` found a lone surrogate in."""
+    return (
+        f"the {type_name} payload is not valid Unicode at {where!r}: it holds a lone "
+        "surrogate (a \\ud800-\\udfff escape without its pair) — send the character itself "
+        "or its full surrogate pair"
+    )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -120,6 +158,12 @@ class Client:
             )
         except httpx2.TransportError as exc:
             raise self._transport_error(exc) from None
+        except UnicodeEncodeError as exc:
+            # A lone surrogate in a path or a body: no UTF-8 request can carry it.
+            raise UsageError(
+                f"cannot send {method} {path!r}: {exc.object[exc.start : exc.end]!r} is not "
+                "valid Unicode (a lone surrogate) — send the character itself or its pair"
+            ) from None
         try:
             decoded = response.json()
         except ValueError:
@@ -141,6 +185,9 @@ class Client:
             }
         else:
             body = {"type": message, "payload": dict(payload or {})}
+        where = not_unicode(body["payload"])
+        if where is not None:
+            raise InvalidMessageError(not_unicode_message(body["type"], where))
         if timeout is not None:
             body["timeout"] = timeout
         return body

@@ -6,22 +6,31 @@ Endpoints (OpenAPI at `/openapi.json`, docs at `/docs`):
 |---|---|---|
 | `GET /health` | liveness | 200 |
 | `GET /status` | actors, context fill, scenarios, pending approvals, dead letters | 200 |
-| `POST /actors/{name}/tell` | queue `{"type", "payload", "timeout"?}` | 202; 400 422 404 409 503 |
-| `POST /actors/{name}/ask` | ask the same, reply as JSON | 200; 400 422 404 409 502 504 |
+| `POST /actors/{name}/tell` | queue `{"type", "payload", "timeout"?}` | 202; 404 409 422 503 |
+| `POST /actors/{name}/ask` | ask the same, reply as JSON | 200; 400 404 409 422 502 504 |
 | `/scenarios...` | the pipeline's routes (`baton.actors.pipeline_api`) | |
 | `POST /stop` | ask the process to stop gracefully | 202 |
 | `GET /tokens?follow=&actor=&event=` | token-log records as NDJSON | 200 |
 
-`GET /tokens` without `follow` sends the lines of the current log file and ends; with
-`follow=true` it sends only records emitted from then on, until the client disconnects or
-the server stops (reading history first would race the writer; `baton tail -f` reads the
-file for that). Every error is `{"error": {"type", "message", "details"}}` where `type` is
-the baton error class and `message` says what to do. Nothing a client sends is allowed to
-escape as an exception: unexpected ones become a logged 500.
+Any request can also get 408 (it did not arrive within `[server] request_timeout`), 413 (a
+body over `[server] max_body_bytes`), 415 (a body that is not JSON), 422 (an invalid body or
+query, JSON nested too deep) and 405 with `Allow` (a method the path does not take). Status
+codes go by meaning: 404 something that does not exist, 409 a state that refuses the request,
+422 a request to fix, 5xx the runtime's side (docs/architecture.md, "A message, from
+`baton tell` to a handler and back").
+
+The document describes tell and ask per actor, with the message types each one accepts
+(`baton.server._openapi`). `GET /tokens` without `follow` sends the lines of the current log
+file and ends; with `follow=true` it sends only records emitted from then on, until the
+client disconnects or the server stops (reading history first would race the writer;
+`baton tail -f` reads the file for that). Every error is `{"error": {"type", "message",
+"details"}}` where `type` is the baton error class and `message` says what to do. Nothing a
+client sends is allowed to escape as an exception: unexpected ones become a logged 500.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from importlib.metadata import version
@@ -36,17 +45,17 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from baton.actors.pipeline_api import scenario_router, scenario_status
+from baton.actors.pipeline_api import PIPELINE_PROTOCOL, scenario_router, scenario_status
 from baton.errors import (
     BatonError,
-    ControlRequestError,
     InvalidPayloadError,
     MailboxStillFullError,
     validation_problems,
 )
-from baton.runtime._error_wire import ErrorBody, ErrorDetail, error_body, status_for
+from baton.runtime._error_wire import ErrorDetail, error_body, error_responses, status_for
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.runtime.runtime import Runtime
 from baton.server._control_models import (
@@ -60,24 +69,17 @@ from baton.server._control_models import (
     Told,
     utf8_safe,
 )
+from baton.server._openapi import ANY_ROUTE, control_openapi
+from baton.server._request_limits import RequestGuard, error_response, request_error
 from baton.server._tail import record_matches
 from baton.server._token_stream import NDJSON, FollowResponse, file_lines
 
 log = structlog.get_logger(__name__)
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody} for status in (400, 404, 409, 422, 502, 503, 504)
-}
-
-
-def _error_response(status: int, detail: ErrorDetail) -> JSONResponse:
-    body = utf8_safe(ErrorBody(error=detail).model_dump(mode="json"))
-    return JSONResponse(body, status_code=status)
-
 
 def _baton_error_response(error: BatonError) -> JSONResponse:
     body = error_body(error)
-    return _error_response(status_for(error), body.error)
+    return error_response(status_for(error), body.error)
 
 
 def _problems(errors: list[Any]) -> str:
@@ -113,7 +115,7 @@ class _CatchAll:
                         f"{exc}); it keeps running — see its log, and report the bug"
                     ),
                 )
-                await _error_response(500, detail)(scope, receive, send)
+                await error_response(500, detail)(scope, receive, send)
 
 
 def _reply_json(value: Any) -> Any:
@@ -126,7 +128,9 @@ def _reply_json(value: Any) -> Any:
 async def _build_message(runtime: Runtime, actor: str, request: MessageRequest) -> BaseModel:
     message_class = await runtime.resolve_message_type(actor, request.type)
     try:
-        return message_class.model_validate(request.payload)
+        # Strict JSON validation, the rules the OpenAPI document gives for the payload: a
+        # boolean is `true` or `false`, not `0`; a string is not a number.
+        return message_class.model_validate_json(json.dumps(request.payload), strict=True)
     except ValidationError as exc:
         raise InvalidPayloadError(
             f"invalid payload for {request.type} (actor {actor!r}): "
@@ -138,6 +142,51 @@ async def _build_message(runtime: Runtime, actor: str, request: MessageRequest) 
         ) from None
 
 
+def _parameter_problem(error: dict[str, Any]) -> str:
+    where, name = error["loc"][0], error["loc"][1]
+    if error.get("type") == "bool_parsing":
+        what = "must be true or false"
+    elif error.get("type") == "missing":
+        what = "is required"
+    else:
+        what = str(error.get("msg", "is invalid"))
+        what = what[:1].lower() + what[1:]
+    shown = "" if error.get("type") == "missing" else f" (got {error.get('input')!r:.60})"
+    return f"{where} parameter `{name}` {what}{shown}"
+
+
+def _request_problems(errors: list[dict[str, Any]]) -> tuple[str, str]:
+    """The problems of an invalid request, each in the words of its place, and what to read."""
+    parameters = [e for e in errors if e.get("loc", ())[:1] in (("query",), ("path",))]
+    body = [e for e in errors if e not in parameters]
+    problems = [_parameter_problem(e) for e in parameters[:10]]
+    if body:
+        problems.append(_problems(body))
+    hints = []
+    if parameters:
+        hints.append("its parameters")
+    if body:
+        hints.append("the expected body")
+    return "; ".join(problems), " and ".join(hints)
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH")
+
+
+def _allowed_methods(app: FastAPI, scope: Scope) -> str:
+    """Every method some route takes on this path: a 405's `Allow` must list them all, and
+    the router's own stops at the first route whose path matches."""
+    allowed = [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**scope, "method": method})[0] == Match.FULL
+            for route in app.router.routes
+        )
+    ]
+    return ", ".join(allowed)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     async def on_baton_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, BatonError)
@@ -145,30 +194,40 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     async def on_invalid_request(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        hint = "see /openapi.json for the expected body"
-        if "json" not in request.headers.get("content-type", ""):
-            hint = "send the body as JSON with `Content-Type: application/json`; " + hint
+        problems, read = _request_problems(list(exc.errors()))
         message = (
-            f"invalid request to {request.method} {request.url.path}: "
-            f"{_problems(list(exc.errors()))} — {hint}"
+            f"invalid request to {request.method} {request.url.path}: {problems} — see "
+            f"/openapi.json for {read}"
         )
-        return _error_response(422, ErrorDetail(type=ControlRequestError.__name__, message=message))
+        return request_error(422, message)
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        headers = dict(exc.headers or {})
         if exc.status_code == 404:
             message = f"no endpoint {request.method} {request.url.path} — see /openapi.json"
         elif exc.status_code == 405:
-            message = f"{request.method} is not allowed on {request.url.path} — see /openapi.json"
+            headers["Allow"] = _allowed_methods(app, request.scope)
+            message = (
+                f"{request.method} is not allowed on {request.url.path}; it takes "
+                f"{headers['Allow']} — see /openapi.json"
+            )
+        elif exc.status_code == 400 and exc.__cause__ is not None:
+            # FastAPI could not parse the body (the guard lets through only UTF-8 JSON of a
+            # sane depth, so this is a parser's own refusal): an invalid body, named as such.
+            cause = exc.__cause__
+            message = (
+                f"the body of {request.method} {request.url.path} is not valid JSON "
+                f"({type(cause).__name__}: {cause}) — see /openapi.json for the expected body"
+            )
+            return request_error(422, message)
         else:
             message = f"{exc.detail} ({request.method} {request.url.path})"
-        detail = ErrorDetail(type=ControlRequestError.__name__, message=message)
-        return _error_response(exc.status_code, detail)
+        return request_error(exc.status_code, message, headers)
 
     app.add_exception_handler(BatonError, on_baton_error)
     app.add_exception_handler(RequestValidationError, on_invalid_request)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
-    app.add_middleware(_CatchAll)
 
 
 def _process_routes(app: FastAPI, runtime: Runtime, on_stop: Callable[[], None]) -> None:
@@ -227,18 +286,26 @@ async def _status_report(runtime: Runtime) -> StatusReport:
 
 
 def _actor_routes(app: FastAPI, runtime: Runtime) -> None:
-    @app.post("/actors/{name}/tell", response_model=Told, status_code=202)
+    # Described per actor, with the types each one takes (`baton.server._openapi`).
+    @app.post("/actors/{name}/tell", response_model=Told, status_code=202, include_in_schema=False)
     async def tell(name: str, request: MessageRequest) -> Told:
         """Queue a message for actor `name`; waits up to `timeout` for room in its mailbox."""
         message = await _build_message(runtime, name, request)
         timeout = request.timeout or DEFAULT_TELL_TIMEOUT
+        local = next((a for a in runtime.status() if a.name == name), None)
+        if local is not None and local.mailbox_depth < local.mailbox_capacity:
+            # Room now: what is left is the write (a durable mailbox stores the message
+            # before `tell` returns), which `timeout` must not cut short, or the message
+            # could be stored yet reported lost.
+            await runtime.tell(name, message, sender="control")
+            return Told(actor=name, type=request.type)
         with anyio.move_on_after(timeout):
             await runtime.tell(name, message, sender="control")
             return Told(actor=name, type=request.type)
-        capacity = next((a.mailbox_capacity for a in runtime.status() if a.name == name), 0)
+        capacity = local.mailbox_capacity if local is not None else 0
         raise MailboxStillFullError(name, capacity, timeout)
 
-    @app.post("/actors/{name}/ask", response_model=AskReply)
+    @app.post("/actors/{name}/ask", response_model=AskReply, include_in_schema=False)
     async def ask(name: str, request: MessageRequest) -> AskReply:
         """Send a message to actor `name` and wait up to `timeout` for its reply."""
         message = await _build_message(runtime, name, request)
@@ -249,13 +316,12 @@ def _actor_routes(app: FastAPI, runtime: Runtime) -> None:
 
 
 def _token_routes(app: FastAPI, runtime: Runtime, closing: anyio.Event) -> None:
-    @app.get(
-        "/tokens",
-        response_class=StreamingResponse,
-        responses={200: {"content": {NDJSON: {}}, "description": "one JSON record per line"}},
-    )
+    @app.get("/tokens", response_class=StreamingResponse)
     async def tokens(
-        follow: Annotated[bool, Query(description="stream new records until disconnect")] = False,
+        follow: Annotated[
+            bool,
+            Query(description="`true`: stream the records emitted from now on, until disconnect"),
+        ] = False,
         actor: Annotated[str | None, Query(description="only this actor's records")] = None,
         event: Annotated[
             str | None, Query(description="only this event, or family (`handoff`)")
@@ -276,22 +342,40 @@ def create_control_app(
     *,
     on_stop: Callable[[], None],
     closing: anyio.Event | None = None,
+    max_body_bytes: int | None = None,
+    request_timeout: float | None = None,
 ) -> FastAPI:
     """The control API over `runtime`.
 
     `on_stop` is called by `POST /stop` (the owner of the process decides how to stop);
     setting `closing` ends every following `/tokens` stream, so a server can shut down.
+    A request body may be `max_body_bytes` long and must arrive within `request_timeout`
+    seconds of its headers (by default `[server]` of the runtime's configuration).
     Call it from async code (it makes an anyio event when `closing` is not given).
     """
+    limits = runtime.config.server
     app = FastAPI(
         title="baton control API",
         version=version("baton"),
-        description="Control one running baton runtime over its Unix socket.",
-        responses=_ERRORS,
+        description=(
+            "Control one running baton runtime over its Unix socket. Every error is "
+            '`{"error": {"type", "message", "details"}}`: `type` is the baton error class, '
+            "`message` says what to do."
+        ),
+        responses=error_responses(*ANY_ROUTE),  # the rest per route
     )
     _install_error_handlers(app)
     _process_routes(app, runtime, on_stop)
     _actor_routes(app, runtime)
     app.include_router(scenario_router(runtime))  # the pipeline's own routes
     _token_routes(app, runtime, closing if closing is not None else anyio.Event())
+    app.openapi = control_openapi(  # type: ignore[method-assign]
+        app, runtime, undocumented=PIPELINE_PROTOCOL
+    )
+    app.add_middleware(
+        RequestGuard,
+        max_body_bytes=limits.max_body_bytes if max_body_bytes is None else max_body_bytes,
+        timeout=limits.request_timeout if request_timeout is None else request_timeout,
+    )
+    app.add_middleware(_CatchAll)  # outermost: it also catches a failing guard
     return app

@@ -16,6 +16,7 @@ from anyio.abc import TaskStatus
 
 from baton.errors import UsageError
 from baton.runtime.runtime import Runtime
+from baton.server._request_limits import header_deadline
 from baton.server._workspace_claim import WorkspaceClaim, claim_workspace
 from baton.server.control_api import create_control_app
 from baton.server.embedded_uvicorn import EmbeddedUvicorn
@@ -93,7 +94,9 @@ class ControlServer:
             )
             config = uvicorn.Config(
                 app,
-                http="h11",
+                # h11, with a deadline for a request's headers: the app sees none before
+                # they are complete, so it cannot time them out itself.
+                http=header_deadline(self.runtime.config.server.request_timeout),
                 ws="none",
                 lifespan="off",
                 log_config=None,

@@ -115,6 +115,7 @@ async def test_a_multi_round_conversation_uses_tools_and_compacts(tmp_path: Path
             model=model,
             journal=FileJournalStore(tmp_path),
             token_log=rt.token_log,
+            write_paths=("notes.md",),  # `main` has no scenario folder to write in
         )
         await rt.spawn("init", InitActor, setup)
         with capture_token_log() as lines:
@@ -158,7 +159,7 @@ class Gate:
 
 def gated_setup(workspace: Path, model: ScriptedModel, gate: Gate, token_log: Any) -> AgentSetup:
     def tools(hooks: ToolHooks) -> Toolbox:
-        return Toolbox([*file_tools(Sandbox(workspace)), gate])
+        return Toolbox([*file_tools(Sandbox(workspace, write_paths=("out/",))), gate])
 
     return AgentSetup(
         role="execute",
@@ -322,6 +323,7 @@ async def test_an_invalid_handoff_is_corrected_on_the_next_step(tmp_path: Path) 
             model=model,
             journal=FileJournalStore(tmp_path),
             token_log=rt.token_log,
+            write_paths=(design,),  # `main` has no scenario folder to write in
         )
         await rt.spawn("init", InitActor, setup)
         with capture_token_log() as lines:

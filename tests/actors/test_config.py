@@ -139,3 +139,24 @@ async def test_runtime_open_reads_the_workspace_config(tmp_path: Path) -> None:
     async with Runtime.open(tmp_path) as rt:
         await rt.spawn("idle", Idle)
         assert 3 == rt.status()[0].mailbox_capacity
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    """baton.toml with a byte that is not UTF-8 is a ConfigError naming the file and offset."""
+    (tmp_path / "baton.toml").write_bytes(b'[runtime]\nmailbox = "\xff"\n')
+    with pytest.raises(ConfigError) as raised:
+        load_config(tmp_path, environ={})
+    message = str(raised.value)
+    assert (True, True, 1) == (
+        str(tmp_path / "baton.toml") in message,
+        "not UTF-8" in message,
+        len(message.splitlines()),
+    )
+
+
+@pytest.mark.parametrize("value", ["5", "'init'", "[1, 2]", "true"])
+def test_an_actors_value_that_is_not_a_table_is_a_config_error(tmp_path: Path, value: str) -> None:
+    """`actors = 5` (or a string, a list) is refused naming `actors`, not a TypeError."""
+    (tmp_path / "baton.toml").write_text(f"actors = {value}\n")
+    with pytest.raises(ConfigError, match="actors: "):
+        load_config(tmp_path, environ={})

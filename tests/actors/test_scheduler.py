@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
 from baton import Runtime
 from baton.actors.artifacts import FailureSummary, Layer1ProblemsReport, Sample
@@ -17,13 +16,13 @@ from baton.actors.messages import (
     HandoffDelivered,
     Reject,
     ScenarioQuery,
+    ScenarioRefused,
     ScenarioState,
     StartScenario,
 )
 from baton.actors.pipeline import open_pipeline
 from baton.actors.scheduler import MAX_NUDGES
 from baton.context.packages import InitToExecuteContext
-from baton.errors import UsageError
 from baton.testing import read_token_log
 
 NAME = "mini"
@@ -263,12 +262,14 @@ async def test_state_survives_a_restart_and_duplicate_handoffs_are_ignored(tmp_p
 
 
 async def test_approving_without_a_pending_handoff_is_refused(tmp_path: Path) -> None:
-    """Approve on an unknown scenario is refused with the reason, at once and without retries."""
+    """Approve on an unknown scenario is answered with the refusal, at once, without retries
+    and without a dead letter."""
     make_scenario(tmp_path, init=design_turns(1), execute=iteration_turns(1, 3, complete=True))
     async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
-        with pytest.raises(UsageError, match="no scenario 'mini'"):
-            await rt.ask("scheduler", Approve(scenario=NAME))
+        refused = await rt.ask("scheduler", Approve(scenario=NAME))
         assert 0 == next(s.restarts for s in rt.status() if s.name == "scheduler")
+        assert 0 == rt.dead_letters.total
+    assert ScenarioRefused(scenario=NAME, reason="no scenario 'mini'; submit it first") == refused
 
 
 async def test_submitting_with_auto_approve_skips_the_approval_gate(tmp_path: Path) -> None:

@@ -220,7 +220,7 @@ async def test_the_control_api_reaches_an_actor_another_process_runs(redis_url: 
                 "/actors/nobody/tell", json={"type": "Hello", "payload": {"name": "c"}}
             )
     assert (200, {"text": "hi c"}) == (asked.status_code, asked.json()["reply"])
-    assert 400 == wrong.status_code
+    assert 422 == wrong.status_code
     assert "it accepts: Hello" in wrong.json()["error"]["message"]
     assert (404, "UnknownActorError") == (nobody.status_code, nobody.json()["error"]["type"])
     assert ["c"] == seen

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import pytest
 from anyio import wait_all_tasks_blocked
@@ -17,7 +19,13 @@ from baton import (
     UnknownActorError,
     handler,
 )
-from baton.errors import ActorExistsError, InvalidMessageError, MailboxFullError, UsageError
+from baton.errors import (
+    ActorExistsError,
+    ConfigError,
+    InvalidMessageError,
+    MailboxFullError,
+    UsageError,
+)
 
 
 class Hello(BaseModel):
@@ -342,3 +350,20 @@ async def test_message_types_resolve_by_name_for_json_input() -> None:
         assert Hello is rt.message_type("greeter", "Hello")
         with pytest.raises(InvalidMessageError, match="accepts: Hello"):
             rt.message_type("greeter", "Nope")
+
+
+async def test_the_supervision_cooldown_comes_from_baton_toml(tmp_path: Path) -> None:
+    """`[runtime.supervision] cooldown` sets how long a spent restart budget keeps an actor
+    down; it defaults to 60 s and refuses a negative value naming the key."""
+    (tmp_path / "baton.toml").write_text("[runtime]\nmailbox = 'memory'\n")
+    async with Runtime.open(tmp_path) as rt:
+        assert 60.0 == rt.policy.cooldown
+    (tmp_path / "baton.toml").write_text(
+        "[runtime]\nmailbox = 'memory'\n[runtime.supervision]\ncooldown = 5\n"
+    )
+    async with Runtime.open(tmp_path) as rt:
+        assert 5.0 == rt.policy.cooldown
+    (tmp_path / "baton.toml").write_text("[runtime.supervision]\ncooldown = -1\n")
+    with pytest.raises(ConfigError, match=r"runtime\.supervision\.cooldown"):
+        async with Runtime.open(tmp_path):
+            pass

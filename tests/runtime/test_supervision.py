@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 import anyio
@@ -157,11 +158,13 @@ async def test_backoff_is_capped() -> None:
     assert [1.0, 2.0, 3.0, 3.0, 3.0] == time.sleeps
 
 
-async def test_too_many_restarts_in_the_window_stop_the_actor() -> None:
-    """Past max_restarts within restart_window the actor is stopped and reported, not restarted."""
+async def test_too_many_restarts_in_the_window_stop_the_actor_without_a_cooldown() -> None:
+    """With cooldown=0, past max_restarts within restart_window the actor is stopped and
+    reported, not restarted."""
     time = FakeTime()
     gate = anyio.Event()
-    async with Runtime.open(policy=time.policy(max_restarts=2, max_attempts=5)) as rt:
+    policy = time.policy(max_restarts=2, max_attempts=5, cooldown=0)
+    async with Runtime.open(policy=policy) as rt:
         await rt.spawn("flaky", Flaky)
         with pytest.raises(ActorDeadError, match="restart intensity exceeded"):
             await rt.ask("flaky", Work(n=1, fail_times=99))
@@ -198,7 +201,7 @@ async def test_restarts_spread_beyond_the_window_are_allowed() -> None:
 async def test_queued_messages_of_a_stopped_actor_are_dead_lettered() -> None:
     """When the supervisor gives up, what was still queued goes to the dead letters."""
     time = FakeTime()
-    async with Runtime.open(policy=time.policy(max_restarts=0, max_attempts=5)) as rt:
+    async with Runtime.open(policy=time.policy(max_restarts=0, max_attempts=5, cooldown=0)) as rt:
         await rt.spawn("flaky", Flaky)
         rt.tell_nowait("flaky", Work(n=1, fail_times=99))
         rt.tell_nowait("flaky", Work(n=2))
@@ -240,3 +243,77 @@ async def test_a_failing_on_failure_hook_does_not_break_supervision() -> None:
     async with Runtime.open(policy=time.policy()) as rt:
         await rt.spawn("bad", BadHook)
         assert 4 == await rt.ask("bad", Work(n=4, fail_times=1))
+
+
+class CoolDownTime(FakeTime):
+    """FakeTime whose sleep of `cooldown` seconds waits until the test ends the cool-down."""
+
+    def __init__(self, cooldown: float) -> None:
+        super().__init__()
+        self.cooldown = cooldown
+        self.cooling = anyio.Event()
+        self.over = anyio.Event()
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        if seconds == self.cooldown:
+            self.cooling.set()
+            await self.over.wait()
+        await checkpoint()
+
+
+async def test_a_spent_restart_budget_cools_down_then_restarts_the_actor() -> None:
+    """Past max_restarts the actor cools down (status says until when; messages queue), then
+    restarts with a whole budget and goes on with the message in hand and the queued ones."""
+    time = CoolDownTime(cooldown=60.0)
+    policy = time.policy(max_restarts=2, max_attempts=5, cooldown=60.0)
+    async with Runtime.open(policy=policy) as rt, anyio.create_task_group() as tg:
+        await rt.spawn("flaky", Flaky)
+        answers: list[object] = []
+
+        async def ask_work() -> None:
+            answers.append(await rt.ask("flaky", Work(n=1, fail_times=3)))
+
+        tg.start_soon(ask_work)
+        await time.cooling.wait()
+        status = rt.status()[0]
+        assert ("cooling_down", True) == (status.state, rt.is_alive("flaky"))
+        assert status.stop_reason is not None
+        assert re.fullmatch(
+            r"cooling down until \d\d:\d\d:\d\d: restart intensity exceeded \(2 restarts in "
+            r"60s\); last error: ValueError: boom 3",
+            status.stop_reason,
+        )
+        await rt.tell("flaky", Ping())  # waits in the mailbox meanwhile
+        assert 1 == rt.status()[0].mailbox_depth
+        time.over.set()
+        assert "pong" == await rt.ask("flaky", Ping())
+        status = rt.status()[0]
+        assert ([1], "running", None, 3) == (
+            answers,
+            status.state,
+            status.stop_reason,
+            status.restarts,
+        )
+        assert [] == list(rt.dead_letters)
+    assert 60.0 in time.sleeps
+
+
+async def test_stopping_the_runtime_does_not_wait_out_a_cooldown() -> None:
+    """Leaving `Runtime.open` while an actor cools down stops it at once, not after the
+    shutdown timeout; the asker still waiting learns that the actor stopped."""
+    time = CoolDownTime(cooldown=60.0)
+    policy = time.policy(max_restarts=0, max_attempts=5, cooldown=60.0)
+    with anyio.fail_after(30):
+        async with Runtime.open(policy=policy, shutdown_timeout=3600) as rt:
+            await rt.spawn("flaky", Flaky)
+            async with anyio.create_task_group() as tg:
+
+                async def ask_work() -> None:
+                    with pytest.raises(ActorDeadError):
+                        await rt.ask("flaky", Work(n=1, fail_times=99))
+
+                tg.start_soon(ask_work)
+                await time.cooling.wait()
+                await rt.stop("flaky")
+            assert "stopped" == rt.status()[0].state

@@ -8,8 +8,14 @@ import anyio
 from pydantic import BaseModel
 
 from baton import Actor, handler
-from baton.actors.messages import Approve, Reject, ScenarioQuery, ScenarioState, StartScenario
-from baton.errors import UsageError
+from baton.actors.messages import (
+    Approve,
+    Reject,
+    ScenarioQuery,
+    ScenarioRefused,
+    ScenarioState,
+    StartScenario,
+)
 from baton.runtime import ContextFill, ContextProviders, SupervisorPolicy
 
 
@@ -79,7 +85,8 @@ class Reporter(Actor):
 
 
 class FakeScheduler(Actor):
-    """Keeps scenarios in a dict shared across restarts; refuses unknown ones like the real one."""
+    """Keeps scenarios in a dict shared across restarts; answers an unknown scenario, or a
+    decision with nothing pending, like the real one (None, `ScenarioRefused`)."""
 
     def __init__(self, scenarios: dict[str, ScenarioState]) -> None:
         self.scenarios = scenarios
@@ -103,16 +110,21 @@ class FakeScheduler(Actor):
         return self.scenarios.get(msg.scenario)
 
     @handler
-    async def approve(self, msg: Approve) -> ScenarioState:
+    async def approve(self, msg: Approve) -> ScenarioState | ScenarioRefused:
         return self._move(msg.scenario, "executing", None)
 
     @handler
-    async def reject(self, msg: Reject) -> ScenarioState:
+    async def reject(self, msg: Reject) -> ScenarioState | ScenarioRefused:
         return self._move(msg.scenario, "designing", msg.reason)
 
-    def _move(self, scenario: str, phase: Any, reason: str | None) -> ScenarioState:
+    def _move(
+        self, scenario: str, phase: Any, reason: str | None
+    ) -> ScenarioState | ScenarioRefused:
         if scenario not in self.scenarios:
-            raise UsageError(f"no scenario {scenario!r}; submit it first")
+            return ScenarioRefused(scenario=scenario, reason="no such scenario")
+        if self.scenarios[scenario].phase != "awaiting_approval":
+            current = self.scenarios[scenario].phase
+            return ScenarioRefused(scenario=scenario, phase=current, reason="nothing pending")
         state = self.scenarios[scenario].model_copy(
             update={"phase": phase, "reason": reason, "pending_approval": None, "started": False}
         )

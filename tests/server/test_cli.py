@@ -257,3 +257,57 @@ def test_scaling_out_needs_redis_and_known_actors(
     err = capsys.readouterr().err
     assert 1 == len(err.strip().splitlines()), err
     assert says in err
+
+
+@pytest.mark.parametrize(
+    "occupied", [".baton/control.sock", ".baton/baton.pid", ".baton/logs/tokens.jsonl"]
+)
+def test_a_directory_where_a_state_file_belongs_is_one_line(
+    occupied: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`baton run` with a directory at the socket, pid file or token log exits 1 with one line
+    naming the path and what to do, and no traceback."""
+    (tmp_path / occupied).mkdir(parents=True)
+    code = main(["run", "--exit-when-idle", "--workspace", str(tmp_path)])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("baton run: error:")]
+    assert (1, False, 1) == (code, "Traceback" in err, len(errors))
+    assert f"{tmp_path / occupied} is a directory" in errors[0]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"actor": ["x"]},
+        {"event": "model.call", "actor": {"a": 1}, "input_tokens": "many"},
+        {"event": ["model.call"], "ts": 5},
+        {"event": "context.compacted", "ts": None, "tokens_before": [1]},
+    ],
+)
+def test_tail_shows_a_record_of_the_wrong_shape_with_a_note(
+    line: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JSON object that is not a token-log record is printed raw behind a note, between
+    the good records, and tail exits 0."""
+    write_log(tmp_path, MODEL_CALL, line, COMPACTED)
+    code = main(["tail", "--workspace", str(tmp_path)])
+    out = capsys.readouterr().out.splitlines()
+    assert (0, 3) == (code, len(out))
+    assert [render_record(MODEL_CALL), render_record(COMPACTED)] == [out[0], out[2]]
+    assert out[1].startswith("(not a token-log record: ")
+    assert out[1].endswith(json.dumps(line))
+
+
+def test_a_payload_with_a_lone_surrogate_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tell/ask with `\\ud800` in the JSON exits 2 with one line naming the field, before
+    contacting any runtime."""
+    payload = '{"name": "\\ud800", "tags": ["ok", "a\\udfffb"]}'
+    codes = [
+        main(["tell", "greeter", "Hello", payload, "--workspace", str(tmp_path)]),
+        main(["ask", "greeter", "Hello", payload, "--workspace", str(tmp_path)]),
+    ]
+    err = capsys.readouterr().err.splitlines()
+    assert ([2, 2], 2) == (codes, len(err))
+    assert "baton tell: error: the Hello payload is not valid Unicode at 'name'" in err[0]

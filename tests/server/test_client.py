@@ -202,3 +202,19 @@ async def test_leaving_the_server_ends_a_following_tail(tmp_path: Path) -> None:
             with anyio.fail_after(5):
                 await ended.wait()
     assert ended.is_set()
+
+
+async def test_a_lone_surrogate_is_refused_by_the_client_naming_the_field(tmp_path: Path) -> None:
+    """A payload or a name holding `\\ud800` is a UsageError naming where, not a
+    UnicodeEncodeError; the runtime keeps answering."""
+    async with served(tmp_path), baton.connect(tmp_path) as client:
+        with pytest.raises(InvalidMessageError) as in_payload:
+            await client.tell("greeter", "Hello", {"name": "\ud800"})
+        with pytest.raises(InvalidMessageError):
+            await client.ask("greeter", "Hello", {"name": "a\udfff"})
+        with pytest.raises(UsageError) as in_name:
+            await client.submit("\ud800")
+        reply = await client.ask("greeter", "Hello", {"name": "b"})
+    assert "the Hello payload is not valid Unicode at 'name'" in str(in_payload.value)
+    assert "lone surrogate" in str(in_name.value)
+    assert {"text": "hi b"} == reply

@@ -1,6 +1,6 @@
 """Agent tools: the `Tool` protocol, the `Toolbox`, file tools and handoff tools."""
 
-from baton.actors.tools._sandbox import Sandbox
+from baton.actors.tools._sandbox import Sandbox, scenario_scope
 from baton.actors.tools.files import (
     List,
     ListInput,
@@ -42,6 +42,7 @@ __all__ = [
     "file_tools",
     "handoff_to_execute",
     "return_to_init",
+    "scenario_scope",
     "tool_spec",
     "utc_now",
 ]

@@ -1,9 +1,16 @@
-"""Workspace confinement for every path a model hands a tool.
+"""Workspace confinement for every path a model hands a tool (docs/handoffs.md, "Sandbox").
 
 A path is refused when it has a `..` component, is absolute and outside the workspace, resolves
 outside the workspace through a symbolic link (dangling links included), or enters a directory
 the runtime keeps for itself (`.baton/`: journals, logs, the control socket). A refusal raises
 `SandboxViolationError`, whose message says why and what to send instead.
+
+Writes are narrower than reads: a `Write` lands only under the folder of the scenario the
+round works on (`scenarios/<name>/`, bound with `scenario_scope` by the agent loop) and the
+workspace's configured `[sandbox] write_paths`; the `main` conversation, which has no scenario,
+writes only to those. Whatever the configuration, code that runs and baton's own files are
+never written (`baton._write_rules`), judged on the path as spelled and as resolved, so a link
+cannot lead a write out of the allowed tree.
 
 The check resolves links when it runs; a link swapped between the check and the file operation
 is outside what this guards against (the workspace is the agents' own, not an adversary's).
@@ -12,23 +19,55 @@ is outside what this guards against (the workspace is the agents' own, not an ad
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path, PurePosixPath
 
 import anyio
 
-from baton.errors import SandboxViolationError
+from baton._write_rules import SCENARIOS_DIR, never_written, write_path_problem
+from baton.errors import ConfigError, SandboxViolationError
 
 RESERVED = (".baton",)
+# A scenario name that is one plain folder name: `..` or `a/b` must not widen the write scope.
+_FOLDER_NAME = re.compile(r"^(?!\.{1,2}$)[A-Za-z0-9_.-]+$")
+
+_scenario: ContextVar[str | None] = ContextVar("baton_sandbox_scenario", default=None)
+
+
+@contextmanager
+def scenario_scope(scenario: str | None) -> Iterator[None]:
+    """Within the block, tools write for `scenario` (None: a conversation without one).
+
+    A context variable, so the tools a round runs concurrently all see their round's scenario.
+    """
+    token = _scenario.set(scenario)
+    try:
+        yield
+    finally:
+        _scenario.reset(token)
 
 
 class Sandbox:
     """Maps model-supplied paths to real paths inside one workspace, or refuses them."""
 
-    def __init__(self, workspace: Path, *, reserved: Iterable[str] = RESERVED) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        reserved: Iterable[str] = RESERVED,
+        write_paths: Iterable[str] = (),
+    ) -> None:
         # Resolved once so containment compares real paths (the workspace may sit behind a link).
         self.root = Path(os.path.realpath(workspace))
         self.reserved = frozenset(reserved)
+        entries = tuple(write_paths)
+        problems = [p for p in map(write_path_problem, entries) if p is not None]
+        if problems:
+            raise ConfigError("invalid sandbox.write_paths: " + "; ".join(problems))
+        self.write_paths = tuple(PurePosixPath(entry).parts for entry in entries)
 
     async def resolve(self, path: str) -> Path:
         """The real absolute path `path` names inside the workspace; raise if it is refused."""
@@ -57,6 +96,50 @@ class Sandbox:
                 path, f"'{parts[0]}/' is reserved for the runtime; tools cannot use it"
             )
         return real
+
+    async def resolve_for_write(self, path: str) -> Path:
+        """`resolve`, then refuse what this round may not write; the error says where it may."""
+        real = await self.resolve(path)
+        parts = real.relative_to(self.root).parts
+        for candidate in (self._spelled(path), parts):
+            reason = never_written(candidate)
+            if reason is not None:
+                raise SandboxViolationError(
+                    path, f"agents never write this ({reason}); {self.where_to_write()}"
+                )
+        if not any(parts[: len(root)] == root for root in self.write_roots()):
+            raise SandboxViolationError(path, self.where_to_write())
+        return real
+
+    def write_roots(self) -> list[tuple[str, ...]]:
+        """The workspace-relative folders (or files) the current round may write under."""
+        scenario = _scenario.get()
+        roots = [(SCENARIOS_DIR, scenario)] if scenario and _FOLDER_NAME.match(scenario) else []
+        return roots + [root for root in self.write_paths if root not in roots]
+
+    def where_to_write(self) -> str:
+        """For a refused write: where this round may write instead."""
+        scenario = _scenario.get()
+        places = []
+        for root in self.write_roots():
+            own = root == (SCENARIOS_DIR, scenario)
+            why = "this scenario's folder" if own else "baton.toml's [sandbox] write_paths"
+            places.append(f"{'/'.join(root)}/ ({why})")
+        if not places:
+            return (
+                "this conversation belongs to no scenario and baton.toml's [sandbox] "
+                "write_paths names no folder, so Write may not write anywhere here"
+            )
+        return "Write may write only under " + ", ".join(places)
+
+    def _spelled(self, path: str) -> tuple[str, ...]:
+        # The path as the model wrote it: a link named `x.pth` is refused for its name too.
+        candidate = PurePosixPath(os.path.normpath(path))
+        if candidate.is_absolute():
+            if not candidate.is_relative_to(self.root):
+                return ()
+            candidate = candidate.relative_to(self.root)
+        return tuple(part for part in candidate.parts if part != ".")
 
     def relative(self, real: Path) -> str:
         """A resolved path as the model should write it: relative to the root, '/'-separated."""

@@ -1,17 +1,21 @@
 """File tools: `Read`, `Write` and `List`, async and confined to the workspace.
 
-Paths are relative to the workspace root; the sandbox refuses anything that leaves it. Output
-is bounded: `Read` pages by lines and cuts very long lines to head and tail, `List` stops at
-a cap, and both always say how much there is in total so the model can ask for the rest.
+Paths are relative to the workspace root; the sandbox refuses anything that leaves it, and
+`Write` writes only where the round may (docs/handoffs.md, "Sandbox"). `Read` opens regular
+files with a single link only, and checks that before opening: opening a named pipe blocks
+until someone writes to it, which would hold a worker thread for ever. Output is bounded:
+`Read` pages by lines and cuts very long lines to head and tail, `List` stops at a cap, and
+both always say how much there is in total so the model can ask for the rest.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import aiofiles
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +32,50 @@ MAX_LINE_CHARS: Final = 2000
 # One Read result stays below this, whatever `limit` says: about 12K tokens of English.
 MAX_OUTPUT_CHARS: Final = 40_000
 MAX_FILE_BYTES: Final = 32 * 1024 * 1024
+
+
+_KINDS = {
+    stat.S_IFIFO: "named pipe",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+}
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _refusal(shown: str, info: os.stat_result) -> str | None:
+    """Why Read will not open this file, judged from its `stat` alone, or None."""
+    if not stat.S_ISREG(info.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "special file")
+        return f"{shown} is not a regular file but a {kind}; Read opens regular files only"
+    if info.st_nlink > 1:
+        return (
+            f"{shown} has {info.st_nlink} hard links; Read refuses a file that is also linked "
+            "from elsewhere (the other link may lie outside the workspace)"
+        )
+    return None
+
+
+def _read_checked(path: Path, expected: os.stat_result) -> bytes | None:
+    """The file's bytes, or None when what got opened is not the file `expected` describes.
+
+    O_NONBLOCK makes the open of a pipe swapped in since the check return at once instead of
+    waiting for a writer; the check after opening then refuses it.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    with open(fd, "rb", closefd=True) as handle:
+        opened = os.fstat(fd)
+        same = (opened.st_dev, opened.st_ino) == (expected.st_dev, expected.st_ino)
+        if not same or _refusal("", opened) is not None:
+            return None
+        return handle.read(MAX_FILE_BYTES + 1)
 
 
 def _clip_line(line: str) -> str:
@@ -82,20 +130,24 @@ class Read:
     async def run(self, args: ReadInput) -> ToolOutcome:
         real = await self._sandbox.resolve(args.path)
         shown = self._sandbox.relative(real)
-        file = anyio.Path(real)
-        if not await file.exists():
+        info = await anyio.to_thread.run_sync(_stat, real)
+        if info is None:
             return ToolOutcome(
                 f"{shown} does not exist; List its directory to see what is there", is_error=True
             )
-        if await file.is_dir():
+        if stat.S_ISDIR(info.st_mode):
             return ToolOutcome(f"{shown} is a directory; use List to see it", is_error=True)
-        size = (await file.stat()).st_size
-        if size > MAX_FILE_BYTES:
+        refusal = _refusal(shown, info)
+        if refusal is not None:
+            return ToolOutcome(refusal, is_error=True)
+        if info.st_size > MAX_FILE_BYTES:
             return ToolOutcome(
-                f"{shown} is {size} bytes, over Read's {MAX_FILE_BYTES} byte limit", is_error=True
+                f"{shown} is {info.st_size} bytes, over Read's {MAX_FILE_BYTES} byte limit",
+                is_error=True,
             )
-        async with aiofiles.open(real, "rb") as handle:
-            raw = await handle.read()
+        raw = await anyio.to_thread.run_sync(_read_checked, real, info)
+        if raw is None or len(raw) > MAX_FILE_BYTES:
+            return ToolOutcome(f"{shown} changed while it was read; Read it again", is_error=True)
         note = ""
         try:
             text = raw.decode("utf-8")
@@ -164,7 +216,9 @@ class Write:
         "the new one, never half of it. Parent directories are created. Files at known places "
         "of an iteration (samples/, execution_traces/, evaluation_results/, "
         "attribution_analysis/, failure_summary.json, layer1_problems_report.json) must match "
-        "their schema or nothing is written. Paths are relative to the workspace root."
+        "their schema or nothing is written. Paths are relative to the workspace root. Write "
+        "writes only under the scenario's folder (scenarios/<name>/) and folders the "
+        "workspace allows; a refusal says where."
     )
     input_model = WriteInput
 
@@ -177,7 +231,7 @@ class Write:
         return WriteInput.model_json_schema()
 
     async def run(self, args: WriteInput) -> ToolOutcome:
-        real = await self._sandbox.resolve(args.path)
+        real = await self._sandbox.resolve_for_write(args.path)
         shown = self._sandbox.relative(real)
         if await anyio.Path(real).is_dir():
             return ToolOutcome(f"{shown} is a directory; give a file path", is_error=True)

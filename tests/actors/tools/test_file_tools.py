@@ -9,7 +9,16 @@ from typing import Any
 
 import pytest
 
-from baton.actors.tools import List, ListInput, Read, ReadInput, Sandbox, Write, WriteInput
+from baton.actors.tools import (
+    List,
+    ListInput,
+    Read,
+    ReadInput,
+    Sandbox,
+    Write,
+    WriteInput,
+    scenario_scope,
+)
 from baton.actors.tools.protocol import ToolOutcome
 
 
@@ -95,8 +104,9 @@ async def test_write_creates_parents_and_leaves_no_temp_file(tmp_path: Path) -> 
     """Write makes missing directories, writes the exact text, and replaces on a second write."""
     write = Write(Sandbox(tmp_path))
     path = "scenarios/leave/BusinessRules.md"
-    first = await write.run(WriteInput(path=path, content="# 规则\n1. 先创建申请\n"))
-    await write.run(WriteInput(path=path, content="# 规则\n2. 再扣减余额\n"))
+    with scenario_scope("leave"):
+        first = await write.run(WriteInput(path=path, content="# 规则\n1. 先创建申请\n"))
+        await write.run(WriteInput(path=path, content="# 规则\n2. 再扣减余额\n"))
     assert "wrote scenarios/leave/BusinessRules.md: 2 lines, 14 chars" == first.content
     assert "# 规则\n2. 再扣减余额\n" == (tmp_path / path).read_text(encoding="utf-8")
     assert ["BusinessRules.md"] == os.listdir(tmp_path / "scenarios/leave")
@@ -105,9 +115,10 @@ async def test_write_creates_parents_and_leaves_no_temp_file(tmp_path: Path) -> 
 async def test_write_refuses_an_invalid_artifact_and_writes_nothing(tmp_path: Path) -> None:
     """A layer1_problems_report.json missing fields is refused, naming them, and not written."""
     path = "scenarios/leave/execution_outputs/iteration_1/layer1_problems_report.json"
-    outcome = await Write(Sandbox(tmp_path)).run(
-        WriteInput(path=path, content=json.dumps({"report_version": "1.0", "iteration": 1}))
-    )
+    with scenario_scope("leave"):
+        outcome = await Write(Sandbox(tmp_path)).run(
+            WriteInput(path=path, content=json.dumps({"report_version": "1.0", "iteration": 1}))
+        )
     assert outcome.is_error
     assert outcome.content.startswith(f"nothing written: artifact {path} is not valid")
     assert "generated_at: Field required" in outcome.content
@@ -116,10 +127,12 @@ async def test_write_refuses_an_invalid_artifact_and_writes_nothing(tmp_path: Pa
 
 async def test_write_warns_about_a_json_file_that_is_not_json(tmp_path: Path) -> None:
     """A .json file outside the artifact layout is written, with a warning if it does not parse."""
-    outcome = await Write(Sandbox(tmp_path)).run(WriteInput(path="spec.json", content="{oops"))
+    path = "scenarios/leave/spec.json"
+    with scenario_scope("leave"):
+        outcome = await Write(Sandbox(tmp_path)).run(WriteInput(path=path, content="{oops"))
     assert not outcome.is_error
     assert "warning: this is not valid JSON" in outcome.content
-    assert "{oops" == (tmp_path / "spec.json").read_text(encoding="utf-8")
+    assert "{oops" == (tmp_path / path).read_text(encoding="utf-8")
 
 
 async def test_list_shows_kinds_and_sizes_and_skips_the_runtime_directory(tmp_path: Path) -> None:

@@ -1,0 +1,372 @@
+"""`SqliteStore`: the one SQLite database (WAL) that holds every durable mailbox of a
+workspace, its schema, and the statements the mailboxes run on its single worker thread.
+
+Failures are said, not crashed on (`_sqlite_health`): a send that finds no room raises
+`DiskFullFailure`, and a write that settles a stored message (take, release, ack, bury) waits
+for room with backoff, so a full disk refuses new work, keeps every queued message and
+resumes by itself; a damaged database is one `StateFileError` naming it; a database that
+lost messages against its mark file is reported at open (`warnings`, `mailbox.lost`).
+Dead letters keep a bounded excerpt of the body and are pruned by count and age.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import anyio
+import structlog
+
+from baton._private import private_dir, private_file
+from baton.errors import (
+    DiskFullFailure,
+    StateFileError,
+)
+from baton.mailboxes._sqlite_health import Counts, MarkFile, compare, damaged, translate
+from baton.mailboxes.dead_letter_body import excerpt
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+DATABASE = Path(".baton") / "mailboxes.sqlite3"
+REMEMBERED = 100_000  # acked ids kept for deduplication
+_PRUNE_EVERY = 1_000  # acks between two prunes of the remembered ids
+DEAD_LETTER_MAX = 10_000  # dead letters kept, newest first (`runtime.dead_letter_max`)
+DEAD_LETTER_AGE = 30 * 86_400.0  # seconds a dead letter is kept (`runtime.dead_letter_days`)
+FULL_RETRY_WAIT = 1.0  # seconds between tries for room, without a retry schedule
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS envelopes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    recipient TEXT NOT NULL,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    deliveries INTEGER NOT NULL DEFAULT 0,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, seq);
+CREATE TABLE IF NOT EXISTS acked (
+    n INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS dead_letters (
+    n INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    body TEXT NOT NULL,
+    at REAL NOT NULL,
+    size INTEGER,
+    sha256 TEXT
+);
+CREATE TABLE IF NOT EXISTS marks (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    db_id TEXT NOT NULL,
+    stored INTEGER NOT NULL,
+    settled INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO marks (one, db_id, stored, settled)
+    VALUES (1, lower(hex(randomblob(16))), (SELECT COUNT(*) FROM envelopes), 0);
+CREATE TRIGGER IF NOT EXISTS envelope_stored AFTER INSERT ON envelopes
+    BEGIN UPDATE marks SET stored = stored + 1; END;
+CREATE TRIGGER IF NOT EXISTS envelope_settled AFTER DELETE ON envelopes
+    BEGIN UPDATE marks SET settled = settled + 1; END;
+"""
+
+
+class RetrySchedule(Protocol):
+    """How long to wait before try number `attempt + 1` (`baton.runtime.backoff.Backoff`)."""
+
+    def delay(self, attempt: int, rand: float = 0.0) -> float: ...
+
+
+def _excerpt_old_dead_letters(db: sqlite3.Connection) -> None:
+    """Bring a database from before the excerpts up to date: the columns, and bodies cut."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(dead_letters)")}
+    if "size" not in columns:
+        db.execute("ALTER TABLE dead_letters ADD COLUMN size INTEGER")
+        db.execute("ALTER TABLE dead_letters ADD COLUMN sha256 TEXT")
+    for n, body in db.execute("SELECT n, body FROM dead_letters WHERE size IS NULL").fetchall():
+        cut = excerpt(body)
+        db.execute(
+            "UPDATE dead_letters SET body = ?, size = ?, sha256 = ? WHERE n = ?",
+            (cut.text, cut.size, cut.sha256, n),
+        )
+
+
+def _checked_open(
+    path: Path, connect: Callable[[], sqlite3.Connection]
+) -> tuple[sqlite3.Connection, Counts]:
+    """`connect()`, checked: a one-line baton error when the database cannot be used."""
+    if path.is_dir():
+        raise damaged(path, "is a directory, not the mailbox database")
+    if path.exists() and not path.is_file():
+        raise damaged(path, "is not a regular file (a FIFO, a device, a socket?)")
+    for companion in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if companion.exists() and not companion.is_file():
+            raise StateFileError(
+                companion,
+                "is a directory or another special file, not SQLite's file",
+                "move it aside, then start again",
+            )
+    try:
+        db = connect()
+    except sqlite3.Error as exc:
+        raise _opening(path, exc) from None
+    try:
+        # A damaged page is found now, with one line naming the file, rather than by the
+        # statement that happens to read it while an actor is being supervised.
+        problems = [row[0] for row in db.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise damaged(path, f"is damaged ({'; '.join(problems)})")
+        _excerpt_old_dead_letters(db)
+        row = db.execute("SELECT db_id, stored, settled FROM marks").fetchone()
+    except BaseException as exc:
+        db.close()
+        if isinstance(exc, sqlite3.Error):
+            raise _opening(path, exc) from None
+        raise
+    return db, Counts(str(row[0]), int(row[1]), int(row[2]))
+
+
+def _opening(path: Path, error: sqlite3.Error) -> Exception:
+    found = translate(path, error)
+    if isinstance(found, DiskFullFailure):
+        # Nothing runs yet that could resume by itself: starting needs the room first.
+        return StateFileError(
+            path, f"cannot be written: {error}", "free disk space (or quota), then start again"
+        )
+    if found is error:
+        return damaged(path, f"cannot be opened as a database ({error})")
+    return found
+
+
+class SqliteStore:
+    """The database behind a runtime's sqlite mailboxes; open it with `SqliteStore.open`."""
+
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        path: Path,
+        *,
+        counts: Counts | None = None,
+        dead_letter_max: int = DEAD_LETTER_MAX,
+        dead_letter_age: float = DEAD_LETTER_AGE,
+        retry: RetrySchedule | None = None,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = path
+        self._db = connection
+        self._limiter = anyio.CapacityLimiter(1)
+        self._acks = 0
+        self._counts = counts
+        self._mark = MarkFile(path)
+        self._dead_letter_max = dead_letter_max
+        self._dead_letter_age = dead_letter_age
+        self._retry = retry
+        self._sleep = sleep
+        self._clock = clock
+        self.full: DiskFullFailure | None = None  # set while writes find no room
+        self.warnings: list[str] = []  # for the process to show (lost messages)
+
+    @classmethod
+    async def open(
+        cls,
+        path: Path,
+        *,
+        dead_letter_max: int = DEAD_LETTER_MAX,
+        dead_letter_age: float = DEAD_LETTER_AGE,
+        retry: RetrySchedule | None = None,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> SqliteStore:
+        """Open the database at `path`, checked against its mark file (lost messages are
+        said in `warnings`); a damaged one raises `StateFileError` naming it.
+
+        Dead letters beyond `dead_letter_max` or older than `dead_letter_age` seconds are
+        pruned; `retry` spaces the tries of a write waiting for disk space."""
+
+        def connect() -> sqlite3.Connection:
+            # Private (README, "Sandbox and file modes"): SQLite creates -wal and -shm with the
+            # database's mode, so a 0600 database keeps them 0600 too.
+            private_file(private_dir(path.parent) / path.name)
+            # Autocommit: every write below is its own short transaction, or an explicit one.
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=5000")
+            db.executescript(_SCHEMA)
+            return db
+
+        db, counts = await anyio.to_thread.run_sync(_checked_open, path, connect)
+        store = cls(
+            db,
+            path,
+            counts=counts,
+            dead_letter_max=dead_letter_max,
+            dead_letter_age=dead_letter_age,
+            retry=retry,
+            sleep=sleep,
+            clock=clock,
+        )
+        await store.run(store._check_mark)
+        return store
+
+    async def run(self, fn: Callable[..., T], *args: object) -> T:
+        """Run `fn(*args)` on the store's worker thread, after any call already queued.
+
+        A statement that failed for space raises `DiskFullFailure`, one that found the
+        database damaged `StateFileError`, both naming the file."""
+        try:
+            return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        except sqlite3.Error as exc:
+            found = translate(self.path, exc)
+            if isinstance(found, DiskFullFailure) and self.full is None:
+                self.full = found
+                log.warning("mailbox.disk_full", database=str(self.path), error=str(exc))
+            if found is exc:
+                raise
+            raise found from exc
+
+    async def write(self, fn: Callable[..., T], *args: object) -> T:
+        """`run` for a write: refused with `DiskFullFailure` while there is no room."""
+        result = await self.run(fn, *args)
+        if self.full is not None:
+            self.full = None
+            log.info("mailbox.disk_space_back", database=str(self.path))
+        return result
+
+    async def settle(self, fn: Callable[..., T], *args: object) -> T:
+        """`write` for what settles a stored message: waits for room with backoff instead of
+        failing, so a full disk delays handling but loses nothing and needs no restart."""
+        attempt = 0
+        while True:
+            try:
+                return await self.write(fn, *args)
+            except DiskFullFailure:
+                retry = self._retry
+                await self._sleep(FULL_RETRY_WAIT if retry is None else retry.delay(attempt))
+                attempt += 1
+
+    async def close(self) -> None:
+        await self.run(self._close)
+
+    def _close(self) -> None:
+        self._db.close()
+        self._mark.close()
+
+    # --- statements (worker thread) ------------------------------------------------------------
+
+    def _check_mark(self) -> None:
+        """Compare the database with the mark an earlier process left; then mark it."""
+        counts = self._counts
+        assert counts is not None
+        loss = compare(self._mark.read(), counts)
+        if loss is not None and loss.missing > 0:
+            self.warnings.append(loss.describe(self.path))
+            log.warning(
+                "mailbox.lost",
+                database=str(self.path),
+                missing=loss.missing,
+                forgotten=loss.forgotten,
+                replaced=loss.replaced,
+            )
+        elif loss is not None:
+            # Only handled messages are gone: some may be delivered again (ids forgotten).
+            log.warning("mailbox.rewound", database=str(self.path), forgotten=loss.forgotten)
+        self._mark.open()
+        self._mark.write(counts)
+
+    def _counted(self, stored: int = 0, settled: int = 0) -> None:
+        """Mirror a committed change of the database's counters into the mark file."""
+        counts = self._counts
+        if counts is None:
+            return
+        self._counts = counts = Counts(
+            counts.db_id, counts.stored + stored, counts.settled + settled
+        )
+        self._mark.write(counts)
+
+    def insert(self, envelope_id: str, recipient: str, body: str) -> int | None:
+        """Store a new envelope; its seq, or None when the id is known (a duplicate)."""
+        cursor = self._db.execute(
+            "INSERT INTO envelopes (id, recipient, body) "
+            "SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM acked WHERE id = ?) "
+            "ON CONFLICT (id) DO NOTHING",
+            (envelope_id, recipient, body, envelope_id),
+        )
+        if cursor.rowcount != 1:
+            return None
+        self._counted(stored=1)
+        return cursor.lastrowid
+
+    def load(self, recipient: str) -> list[tuple[int, int, int, str]]:
+        """Stored envelopes for `recipient`, in send order: (seq, in_flight, deliveries, body)."""
+        return self._db.execute(
+            "SELECT seq, in_flight, deliveries, body FROM envelopes WHERE recipient = ? "
+            "ORDER BY seq",
+            (recipient,),
+        ).fetchall()
+
+    def take(self, seq: int) -> None:
+        self._db.execute(
+            "UPDATE envelopes SET in_flight = 1, deliveries = deliveries + 1 WHERE seq = ?",
+            (seq,),
+        )
+
+    def release(self, seq: int) -> None:
+        self._db.execute("UPDATE envelopes SET in_flight = 0 WHERE seq = ?", (seq,))
+
+    def ack(self, seq: int, envelope_id: str) -> None:
+        with self._db:
+            self._db.execute("BEGIN")
+            deleted = self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,)).rowcount
+            self._db.execute("INSERT OR IGNORE INTO acked (id) VALUES (?)", (envelope_id,))
+        self._counted(settled=deleted)
+        self._acks += 1
+        if self._acks % _PRUNE_EVERY == 0:
+            self._db.execute(
+                "DELETE FROM acked WHERE n <= (SELECT MAX(n) FROM acked) - ?", (REMEMBERED,)
+            )
+
+    def bury(self, seq: int, envelope_id: str, recipient: str, reason: str, body: str) -> None:
+        """Move an envelope to the dead letters with its reason, keeping an excerpt of its
+        body (`dead_letter_body`); the oldest beyond the count and age limits go."""
+        cut = excerpt(body)
+        now = self._clock()
+        with self._db:
+            self._db.execute("BEGIN")
+            deleted = self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,)).rowcount
+            self._db.execute(
+                "INSERT INTO dead_letters (id, recipient, reason, body, at, size, sha256) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (envelope_id, recipient, reason, cut.text, now, cut.size, cut.sha256),
+            )
+            self._db.execute(
+                "DELETE FROM dead_letters WHERE n <= (SELECT MAX(n) FROM dead_letters) - ? "
+                "OR at < ?",
+                (self._dead_letter_max, now - self._dead_letter_age),
+            )
+        self._counted(settled=deleted)
+
+    def dead_letters(self) -> list[tuple[str, str, str]]:
+        """Every dead letter as (id, recipient, reason), oldest first."""
+        return self._db.execute(
+            "SELECT id, recipient, reason FROM dead_letters ORDER BY n"
+        ).fetchall()
+
+    def dead_letter_bodies(self) -> list[tuple[str, str, int, str]]:
+        """Every dead letter's (id, body excerpt, body size in bytes, SHA-256), oldest first."""
+        return self._db.execute(
+            "SELECT id, body, size, sha256 FROM dead_letters ORDER BY n"
+        ).fetchall()
+
+    def pending(self) -> int:
+        """Envelopes stored and not yet acked, across every mailbox."""
+        row = self._db.execute("SELECT COUNT(*) FROM envelopes").fetchone()
+        return int(row[0])
