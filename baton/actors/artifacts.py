@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Final, TypeVar
 
-import aiofiles
 import anyio
 from pydantic import BaseModel, ValidationError
 
@@ -45,6 +44,7 @@ from baton.actors._artifact_models import (
     ToolCallRecord,
     TraceMessage,
 )
+from baton.actors.regular_files import read_regular
 from baton.actors.scenario_names import check_scenario_name
 from baton.errors import (
     InvalidArtifactError,
@@ -99,6 +99,9 @@ _KINDS: Final[tuple[tuple[re.Pattern[str], type[BaseModel]], ...]] = (
         AttributionAnalysis,
     ),
 )
+
+MAX_ARTIFACT_BYTES = 32 * 1024 * 1024
+"""The largest artifact file read (a report or summary is a few hundred KB at most)."""
 
 
 def _match(path: str | PurePath) -> tuple[type[BaseModel], str | None] | None:
@@ -242,10 +245,15 @@ class ArtifactStore:
         """Read the file at `path` as `model`; raise `InvalidArtifactError` if it does not fit."""
         target = await self._locate(path)
         try:
-            async with aiofiles.open(target, "rb") as handle:
-                data = await handle.read()
+            # A package names the path: it may be a FIFO or a link planted to block or to
+            # read from outside (docs/handoffs.md, "Sandbox").
+            data = await anyio.to_thread.run_sync(
+                read_regular, target, str(path), MAX_ARTIFACT_BYTES
+            )
         except FileNotFoundError:
             raise InvalidArtifactError(path, ["the file does not exist"]) from None
+        except ValueError as refused:
+            raise InvalidArtifactError(path, [str(refused)]) from None
         return validate_artifact(path, data, model)
 
     async def read_report(self, path: str | PurePath) -> Layer1ProblemsReport:

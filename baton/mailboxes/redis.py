@@ -31,6 +31,7 @@ from redis.exceptions import ResponseError
 from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError, UsageError
 from baton.mailboxes._redis_stream import DONE, Body, Entry, RedisStream, is_missing_group
 from baton.mailboxes.codec import EnvelopeCodec
+from baton.mailboxes.dead_letter_body import excerpt
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink
 
@@ -395,7 +396,8 @@ class RedisMailbox:
             # the entry gone and report it lost.
             self._held.pop(tag, None)
         self._stream_len = await self._redis.dead_letter(
-            [(tag, body, reason) for tag, _, body, reason in letters], self._dead_maxlen
+            [(tag, *_bounded(body, reason)) for tag, _, body, reason in letters],
+            self._dead_maxlen,
         )
         self._wake_senders()
         for tag, envelope, _, reason in letters:
@@ -440,3 +442,13 @@ class RedisMailbox:
         if self._read_scope is not None:
             self._read_scope.cancel()
         self._room.set()
+
+
+def _bounded(body: Body, reason: str) -> tuple[str, str]:
+    """What the dead-letter stream keeps of a body: an excerpt, its size and hash named in
+    the reason when cut (the stream is trimmed by count; this bounds each entry)."""
+    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    cut = excerpt(text)
+    if cut.whole:
+        return cut.text, reason
+    return cut.text, f"{reason} (body cut to an excerpt: {cut.size} bytes, sha256 {cut.sha256})"

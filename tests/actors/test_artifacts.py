@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
@@ -307,3 +308,22 @@ async def test_a_failed_write_keeps_the_old_file_whole(
         await write_atomic(target, b"new content that never lands")
     assert b"old" == target.read_bytes()
     assert ["file.json"] == os.listdir(tmp_path)
+
+
+async def test_a_report_that_is_a_pipe_or_a_second_link_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    """A package may name a FIFO (whose open would block the Scheduler) or a hard link to a
+    file elsewhere: reading it is an InvalidArtifactError saying why, without waiting."""
+    store = ArtifactStore(tmp_path)
+    report = tmp_path / LAYOUT.layer1_problems_report
+    report.parent.mkdir(parents=True)
+    os.mkfifo(report)
+    with anyio.fail_after(5), pytest.raises(InvalidArtifactError, match="named pipe"):
+        await store.read_report(LAYOUT.layer1_problems_report)
+    report.unlink()
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("{}")
+    os.link(outside, report)
+    with pytest.raises(InvalidArtifactError, match="2 hard links"):
+        await store.read_report(LAYOUT.layer1_problems_report)

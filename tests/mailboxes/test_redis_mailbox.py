@@ -173,6 +173,22 @@ async def test_nack_dead_letters_with_the_reason(boxes: Boxes, client: Redis) ->
     assert box.receive_nowait() is None
 
 
+async def test_a_big_dead_letter_keeps_an_excerpt_its_size_and_hash(
+    boxes: Boxes, client: Redis
+) -> None:
+    """A 1 MB message given up on leaves a 4 KB excerpt in the dead stream, with the body's
+    size and SHA-256 in the reason, so one refused request cannot grow Redis without bound."""
+    box = boxes(sink=Sink())
+    await box.send(Envelope("box", Note(text="x" * 1_000_000)))
+    delivery = await box.receive()
+    await box.nack(delivery, requeue=False, reason="too big to handle")
+    ((_, fields),) = await client.xrange(DEAD)
+    assert 4096 == len(fields[b"e"])
+    reason = fields[b"r"].decode()
+    assert reason.startswith("too big to handle (body cut to an excerpt: ")
+    assert "sha256 " in reason
+
+
 async def test_delivery_count_past_max_attempts_is_dead_lettered(
     boxes: Boxes, client: Redis
 ) -> None:

@@ -11,7 +11,6 @@ both always say how much there is in total so the model can ask for the rest.
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -20,6 +19,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from baton.actors.artifacts import artifact_model, validate_artifact, write_atomic
+from baton.actors.regular_files import read_checked, refusal, stat_or_none
 from baton.actors.tools._sandbox import Sandbox
 from baton.actors.tools.protocol import Tool, ToolOutcome
 from baton.errors import InvalidArtifactError
@@ -32,50 +32,6 @@ MAX_LINE_CHARS: Final = 2000
 # One Read result stays below this, whatever `limit` says: about 12K tokens of English.
 MAX_OUTPUT_CHARS: Final = 40_000
 MAX_FILE_BYTES: Final = 32 * 1024 * 1024
-
-
-_KINDS = {
-    stat.S_IFIFO: "named pipe",
-    stat.S_IFSOCK: "socket",
-    stat.S_IFCHR: "character device",
-    stat.S_IFBLK: "block device",
-}
-
-
-def _stat(path: Path) -> os.stat_result | None:
-    try:
-        return os.stat(path)
-    except FileNotFoundError:
-        return None
-
-
-def _refusal(shown: str, info: os.stat_result) -> str | None:
-    """Why Read will not open this file, judged from its `stat` alone, or None."""
-    if not stat.S_ISREG(info.st_mode):
-        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "special file")
-        return f"{shown} is not a regular file but a {kind}; Read opens regular files only"
-    if info.st_nlink > 1:
-        return (
-            f"{shown} has {info.st_nlink} hard links; Read refuses a file that is also linked "
-            "from elsewhere (the other link may lie outside the workspace)"
-        )
-    return None
-
-
-def _read_checked(path: Path, expected: os.stat_result) -> bytes | None:
-    """The file's bytes, or None when what got opened is not the file `expected` describes.
-
-    O_NONBLOCK makes the open of a pipe swapped in since the check return at once instead of
-    waiting for a writer; the check after opening then refuses it.
-    """
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    with open(fd, "rb", closefd=True) as handle:
-        opened = os.fstat(fd)
-        same = (opened.st_dev, opened.st_ino) == (expected.st_dev, expected.st_ino)
-        if not same or _refusal("", opened) is not None:
-            return None
-        return handle.read(MAX_FILE_BYTES + 1)
 
 
 def _clip_line(line: str) -> str:
@@ -130,22 +86,22 @@ class Read:
     async def run(self, args: ReadInput) -> ToolOutcome:
         real = await self._sandbox.resolve(args.path)
         shown = self._sandbox.relative(real)
-        info = await anyio.to_thread.run_sync(_stat, real)
+        info = await anyio.to_thread.run_sync(stat_or_none, real)
         if info is None:
             return ToolOutcome(
                 f"{shown} does not exist; List its directory to see what is there", is_error=True
             )
         if stat.S_ISDIR(info.st_mode):
             return ToolOutcome(f"{shown} is a directory; use List to see it", is_error=True)
-        refusal = _refusal(shown, info)
-        if refusal is not None:
-            return ToolOutcome(refusal, is_error=True)
+        refused = refusal(shown, info)
+        if refused is not None:
+            return ToolOutcome(refused, is_error=True)
         if info.st_size > MAX_FILE_BYTES:
             return ToolOutcome(
                 f"{shown} is {info.st_size} bytes, over Read's {MAX_FILE_BYTES} byte limit",
                 is_error=True,
             )
-        raw = await anyio.to_thread.run_sync(_read_checked, real, info)
+        raw = await anyio.to_thread.run_sync(read_checked, real, info, MAX_FILE_BYTES)
         if raw is None or len(raw) > MAX_FILE_BYTES:
             return ToolOutcome(f"{shown} changed while it was read; Read it again", is_error=True)
         note = ""
