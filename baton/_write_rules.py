@@ -29,10 +29,12 @@ def never_written(parts: Sequence[str]) -> str | None:
         return f"'{parts[-1]}' is baton's configuration"
     if folded and folded[-1].endswith(NEVER_WRITTEN_SUFFIXES):
         return "Python runs '*.pth' files when it starts"
-    # A scenario's own inputs, its `scenario.toml` (approval, policy, budgets) and `prompts/`:
-    # an agent that rewrote them could approve its own designs or rewrite its instructions.
+    # A scenario's own inputs, its `scenario.toml` (approval, policy, budgets), `prompts/` and
+    # `recording.jsonl` (docs/recordings.md): an agent that rewrote them could approve its own
+    # designs, rewrite its instructions or script its own replayed replies.
     in_scenario = len(folded) >= 3 and folded[0] == SCENARIOS_DIR
-    if in_scenario and (folded[2] == "prompts" or folded[2:] == ["scenario.toml"]):
+    inputs = (["scenario.toml"], ["recording.jsonl"])
+    if in_scenario and (folded[2] == "prompts" or folded[2:] in inputs):
         return f"'{parts[2]}' in a scenario's folder is its user's input"
     return None
 

@@ -326,6 +326,61 @@ class ScriptExhaustedError(UsageError):
         )
 
 
+class RecordingDivergedError(UsageError):
+    """Raised when a replayed run asks for a reply its recording does not hold (it diverged
+    from the recorded run: an edited prompt, input or recording; docs/recordings.md)."""
+
+    def __init__(
+        self, path: object, actor: str, conversation: str, turn: int, purpose: str
+    ) -> None:
+        self.path = str(path)
+        self.actor = actor
+        self.conversation = conversation
+        self.turn = turn
+        self.purpose = purpose
+        scenario = conversation.partition("@")[0]
+        super().__init__(
+            f"replay diverged: {path} has no reply for actor {actor!r}, conversation "
+            f"{conversation!r}, turn {turn} ({purpose}) — re-record it with ANTHROPIC_API_KEY "
+            f"set: `baton run --record --submit {scenario}`"
+        )
+
+
+class NoScenarioModelError(UsageError):
+    """Raised when a scenario is submitted offline (no API key) and nothing can answer for
+    it: it has neither a recording nor an offline script (docs/recordings.md)."""
+
+    def __init__(self, scenario: str) -> None:
+        self.scenario = scenario
+        super().__init__(
+            f"scenario {scenario!r} has no model to run on: set ANTHROPIC_API_KEY, or record a "
+            f"run with `baton run --record --submit {scenario}` (it has neither "
+            "recording.jsonl nor an offline_script)"
+        )
+
+
+class RecordingNeedsKeyError(UsageError):
+    """Raised when a run is asked to record without an API key: offline nothing is recorded."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "--record needs ANTHROPIC_API_KEY: it records Claude's replies, and without a key "
+            "no model is called — set the key, or run without --record"
+        )
+
+
+class RecordingFileError(UsageError):
+    """Raised when a recording file cannot be read: a line other than the last is damaged."""
+
+    def __init__(self, path: object, line: int, problem: str) -> None:
+        self.path = str(path)
+        self.line = line
+        super().__init__(
+            f"recording {path} line {line} is not a recorded reply ({problem}) — fix or "
+            "delete that line, or re-record with `baton run --record`"
+        )
+
+
 # --- the control API, the client and `baton run` ---------------------------------------
 
 

@@ -33,8 +33,10 @@ def test_ci_runs_both_readme_commands() -> None:
     assert ["main", "test"] == sorted(name for name, _ in commands)
     assert 2 == quickstart.count("```sh")
     found = dict(commands)
-    assert "pip install -e '.[dev]'" in found["test"]
-    assert found["test"].endswith("pytest")
+    assert "scripts/test" == found["test"]
+    script = (ROOT / "scripts" / "test").read_text(encoding="utf-8")
+    assert "pip install -e '.[dev]'" in script
+    assert "exec .venv/bin/pytest" in script
     assert "baton run --submit leave_application" in found["main"]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "readme_command test" in ci

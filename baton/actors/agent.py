@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from baton.actors._agent_state import MAIN
 from baton.actors.agent_loop import AgentLoop, answered_before
 from baton.actors.agent_setup import AgentSetup
+from baton.actors.ledger_facts import dispatch_facts
 from baton.actors.messages import Dispatch, Prompt, WorkRefused
 from baton.errors import UsageError
 from baton.runtime.actor import Actor, handler
@@ -78,7 +79,9 @@ class AgentActor(Actor):
             try:
                 if message.budget:
                     await self.loop.set_budget(conversation, message.budget)
-                text = await self.loop.run_round(conversation, render_dispatch(message), key=key)
+                text = await self.loop.run_round(
+                    conversation, render_dispatch(message), key=key, facts=dispatch_facts(message)
+                )
             except UsageError as error:
                 await self._refused(message, error)
                 raise

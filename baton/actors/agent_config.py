@@ -7,15 +7,18 @@ it by the runtime's config loader.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
 from baton.actors.prompt_files import path_problem
+from baton.context.ledger_patterns import compile_pattern
 from baton.context.model_rules import CURRENT_MODELS
 from baton.context.strategy import DEFAULT_BUDGETS, BudgetFields
 
 StrategyName = Literal["summarize", "sliding_window", "extract_state"]
+FactPattern = Annotated[str, AfterValidator(lambda p: compile_pattern(p).pattern)]
+"""An id pattern of `fact_patterns`: a regular expression that cannot match nothing."""
 
 
 class ContextReporter(Protocol):
@@ -51,6 +54,10 @@ class AgentConfig(BudgetFields):
     max_concurrency: int = Field(4, ge=1)
     system_prompt: str | None = Field(
         None, description="workspace-relative path of a system prompt replacing the shipped one"
+    )
+    fact_patterns: list[FactPattern] = Field(
+        default_factory=list,
+        description="regular expressions of ids to keep in the key-fact ledger (docs/context.md)",
     )
 
     @field_validator("system_prompt")

@@ -20,7 +20,7 @@ setup's `ModelRetry` (see `baton.actors.model_retry`), reporting the wait to the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from baton.actors._agent_state import ConversationBook, ConversationState, load_state
 from baton.actors.agent_setup import AgentSetup, ToolHooks
 from baton.actors.budget_overrides import apply_overrides
+from baton.actors.ledger_facts import DEFAULT_FACT_PATTERNS, package_facts
 from baton.actors.messages import HandoffDelivered, RoundEnded, RoundWaiting
 from baton.actors.model import CallContext, ModelResponse, Purpose, bind_call, model_call_fields
 from baton.actors.model_retry import until_available
@@ -40,6 +41,8 @@ from baton.actors.tools import Toolbox, scenario_scope
 from baton.actors.tools.handoff import HandoffTool
 from baton.actors.tools.load_budget import run_within_budget
 from baton.context.events import ContextEvent
+from baton.context.ledger import KeyFact
+from baton.context.ledger_patterns import FactPatterns
 from baton.context.packages import ContextPackage, parse_package
 from baton.context.payload import Payload
 from baton.context.records import (
@@ -86,6 +89,7 @@ class AgentLoop:
             else Toolbox([])
         )
         self._specs = self._toolbox.specs()
+        self._patterns = FactPatterns([*DEFAULT_FACT_PATTERNS, *setup.config.fact_patterns])
         self._handoff_tools = self._toolbox.names_of(HandoffTool)
 
     @property
@@ -176,14 +180,28 @@ class AgentLoop:
         )
 
     async def run_round(
-        self, conversation: str, text: str | None, *, key: str | None = None
+        self,
+        conversation: str,
+        text: str | None,
+        *,
+        key: str | None = None,
+        facts: Sequence[KeyFact] = (),
     ) -> str:
         """Run a round opened by `text` (None: finish the open one). A `key` already seen is
-        the same request again: its round is finished, or its answer given, not re-run."""
+        the same request again: its round is finished, or its answer given, not re-run.
+        `facts` (a work order's ids, its package's paths) join the ledger as the round opens,
+        with the ids the patterns find in `text`."""
         async with self.owning(conversation) as state:
-            return await self._round(state, text, key=key)
+            return await self._round(state, text, key=key, facts=facts)
 
-    async def _round(self, state: ConversationState, text: str | None, *, key: str | None) -> str:
+    async def _round(
+        self,
+        state: ConversationState,
+        text: str | None,
+        *,
+        key: str | None,
+        facts: Sequence[KeyFact] = (),
+    ) -> str:
         conversation = state.id
         scenario = state.scenario
         with (
@@ -196,6 +214,9 @@ class AgentLoop:
                     if state.conversation.awaiting_reply:
                         await self._drive(state)  # an interrupted round finishes first
                     await self.book.record(state, state.conversation.start_round(text, key=key))
+                    await self._register(
+                        state, [*facts, *self._patterns.facts([text], source="user")]
+                    )
                     state.loaded_tokens = 0
                     state.handed_off = False
                     if key is not None:
@@ -244,6 +265,8 @@ class AgentLoop:
             )
             await self.book.record(state, record)
             await self._register_written(state, response, results)
+            results_text = [r.text for r in record.step.results]
+            await self._register(state, self._patterns.facts(results_text, source="tool"))
             calls += 1
             state.strategy.on_turn_complete(conversation)
             await self._compact_if_due(state)
@@ -408,6 +431,12 @@ class AgentLoop:
         if record is not None:
             await self.book.record(state, record)
 
+    async def _register(self, state: ConversationState, facts: Iterable[KeyFact]) -> None:
+        """Journal the facts new to the ledger (docs/context.md, "Key-fact ledger")."""
+        record = state.conversation.register_facts(facts)
+        if record is not None:
+            await self.book.record(state, record)
+
     async def _register_written(
         self, state: ConversationState, response: ModelResponse, results: list[Any]
     ) -> None:
@@ -431,6 +460,8 @@ class AgentLoop:
         # old one's id (docs/handoffs.md, "Delivery and the Scheduler").
         round_key = state.round_key or "-"
         handoff_id = f"{self.name}:{state.id}:{round_key}:{state.turn}:{handoff.handoff_type}"
+        # The handoff tool registered the paths it checked; the ids the package names too.
+        await self._register(state, package_facts(handoff, source=handoff.handoff_type))
         await self._host.actor_ref.peer(target).tell(
             HandoffDelivered(
                 scenario=state.scenario or state.id,

@@ -227,6 +227,7 @@ def model_call_fields(
         "fill": min(1.0, usage.context_tokens / window),
         "latency_ms": response.latency_ms,
         "stop_reason": response.stop_reason,
+        "tools": [use["name"] for use in response.tool_uses],
         "turn": turn,
         "purpose": purpose,
         "thinking": str(budget.thinking),

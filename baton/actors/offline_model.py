@@ -1,9 +1,11 @@
 """`OfflineModel`: the embedded default when no API key is set.
 
 Each scenario may ship the script the offline model plays for it (`offline_script` in its
-`scenario.toml`); a call is routed by its `CallContext.scenario` to that scenario's
-`ScriptedModel`. Anything unscripted gets the fixed offline reply, which says plainly that
-no model ran. Every reply names the model `offline-scripted`.
+`scenario.toml`) or a recording of a real run (`recording.jsonl`, made by `baton run
+--record`); a call is routed by its `CallContext.scenario` to that scenario's `ReplayModel`
+(a recording comes first) or `ScriptedModel` (docs/recordings.md, "Precedence"). Anything
+else gets the fixed offline reply, which says plainly that no model ran. Scripted replies
+name the model `offline-scripted`, replayed ones `offline-replay`.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from collections import deque
 from pathlib import Path
 
 import anyio
+import structlog
 
-from baton.actors.model import ModelLimits, ModelResponse, current_call
+from baton.actors.model import Model, ModelLimits, ModelResponse, current_call
+from baton.actors.recording import Recording, ReplayedCall, ReplayModel, recording_path
 from baton.actors.scenario import load_scenario, scenario_dir
 from baton.actors.scripted_model import (
     OFFLINE_MODEL_NAME,
@@ -23,6 +27,8 @@ from baton.actors.scripted_model import (
 )
 from baton.context.payload import Payload
 from baton.errors import UsageError
+
+log = structlog.get_logger(__name__)
 
 KEEP_CALLS = 10_000
 
@@ -34,7 +40,7 @@ class OfflineModel:
         self._workspace = workspace
         self._context_window = context_window
         self._default = self._scripted(None)
-        self._by_scenario: dict[str, ScriptedModel] = {}
+        self._by_scenario: dict[str, ScriptedModel | ReplayModel] = {}
 
     @property
     def name(self) -> str:
@@ -50,16 +56,36 @@ class OfflineModel:
             return ScriptedModel(**options)  # type: ignore[arg-type]
         return ScriptedModel.from_file(script, **options)
 
-    def _load(self, scenario: str) -> ScriptedModel:
+    def source_for(self, scenario: str) -> Path | None:
+        """What answers `scenario` offline: its recording if it has one, else its offline
+        script, else None (only the fixed offline reply). Blocks: reads the scenario."""
+        recording = recording_path(self._workspace, scenario)
+        if recording.is_file():
+            return recording
         try:
             config = load_scenario(self._workspace, scenario)
         except UsageError:
-            return self._default
+            return None
         if config.offline_script is None:
-            return self._default
-        return self._scripted(scenario_dir(self._workspace, scenario) / config.offline_script)
+            return None
+        return scenario_dir(self._workspace, scenario) / config.offline_script
 
-    async def _model_for(self, scenario: str | None) -> ScriptedModel:
+    def _load(self, scenario: str) -> ScriptedModel | ReplayModel:
+        source = self.source_for(scenario)
+        # What `baton run --submit`'s banner says, for scenarios submitted later too.
+        log.info("model.offline_source", scenario=scenario, source=source and str(source))
+        if source is None:
+            return self._default
+        if source == recording_path(self._workspace, scenario):
+            return ReplayModel(
+                Recording.load(source),
+                context_window=self._context_window,
+                keep_calls=KEEP_CALLS,
+                shown_as=str(source.relative_to(self._workspace)),
+            )
+        return self._scripted(source)
+
+    async def _model_for(self, scenario: str | None) -> Model:
         if scenario is None:
             return self._default
         model = self._by_scenario.get(scenario)
@@ -80,10 +106,10 @@ class OfflineModel:
         return await self._default.count_tokens(payload)
 
     @property
-    def calls(self) -> list[ScriptedCall]:
-        """Every call answered so far (the newest `KEEP_CALLS` per script)."""
+    def calls(self) -> list[ScriptedCall | ReplayedCall]:
+        """Every call answered so far (the newest `KEEP_CALLS` per script or recording)."""
         models = [self._default, *{id(m): m for m in self._by_scenario.values()}.values()]
-        merged: deque[ScriptedCall] = deque()
+        merged: deque[ScriptedCall | ReplayedCall] = deque()
         for model in models:
             merged.extend(model.calls)
         return list(merged)

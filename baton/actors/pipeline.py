@@ -9,6 +9,7 @@ agents stop (draining their mailboxes) before their model clients close.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -26,10 +27,11 @@ from baton.actors.model import Model
 from baton.actors.model_check import AgentModel, check_agent_models
 from baton.actors.model_retry import ModelRetry
 from baton.actors.offline_model import OfflineModel
+from baton.actors.recording import RecordingModel
 from baton.actors.roles import EXECUTE, INIT, ExecuteActor, InitActor, agent_setup
 from baton.actors.scheduler import SchedulerActor
 from baton.context.strategy import ContextBudget
-from baton.errors import UsageError
+from baton.errors import NoScenarioModelError, RecordingNeedsKeyError, UsageError
 from baton.runtime.runtime import Runtime
 
 log = structlog.get_logger(__name__)
@@ -48,8 +50,8 @@ def model_mode(environ: Mapping[str, str] | None = None) -> str:
     if online(environ):
         return f"Claude ({API_KEY_ENV} set)"
     return (
-        f"offline scripted model ({API_KEY_ENV} not set): replies come from scenario scripts, "
-        "not from Claude"
+        f"offline scripted model ({API_KEY_ENV} not set): replies come from scenario "
+        "recordings and scripts, not from Claude"
     )
 
 
@@ -70,6 +72,12 @@ class Pipeline:
     def _scenario_ended(self, state: ScenarioState) -> None:
         ended, self._next_end = self._next_end, anyio.Event()
         ended.set()
+
+
+def require_offline_source(offline: OfflineModel, scenario: str) -> None:
+    """`NoScenarioModelError` unless `scenario` has a recording or an offline script."""
+    if offline.source_for(scenario) is None:
+        raise NoScenarioModelError(scenario)
 
 
 def journal_for(runtime: Runtime) -> JournalStore:
@@ -108,11 +116,15 @@ async def open_pipeline(
     environ: Mapping[str, str] | None = None,
     roles: Sequence[str] = AGENTS,
     model_retry: ModelRetry | None = None,
+    record: bool = False,
+    require_scenario_model: bool = False,
 ) -> AsyncIterator[Pipeline]:
     """Spawn the pipeline's agents (all three, or `roles` of them: other processes run the
     rest over a shared Redis) into `runtime` for the block (it needs a workspace).
     `model_retry` replaces how Init and Execute wait out an unavailable model (tests inject
-    a sleep there)."""
+    a sleep there). `record` appends every reply of a scenario's call to its recording (it
+    needs the API key); `require_scenario_model` refuses offline the submit of a scenario
+    with neither a recording nor a script (docs/recordings.md), as `baton run` does."""
     workspace = runtime.workspace
     if workspace is None:
         raise UsageError("the pipeline needs a workspace: Runtime.open(workspace=...)")
@@ -122,11 +134,18 @@ async def open_pipeline(
             f"running only {', '.join(roles)} needs the other actors in other processes: "
             "use a redis://HOST:PORT/DB mailbox"
         )
+    if record and not online(environ):
+        raise RecordingNeedsKeyError
     pipeline = Pipeline(mode=model_mode(environ))
     journal = journal_for(runtime)
     async with AsyncExitStack() as clients:
         offline = None if online(environ) else OfflineModel(workspace)
         pipeline.offline = offline
+        check_model = (
+            functools.partial(require_offline_source, offline)
+            if offline is not None and require_scenario_model
+            else None
+        )
 
         async def model_for(config: AgentConfig) -> Model:
             if offline is not None:
@@ -143,6 +162,8 @@ async def open_pipeline(
                 max_concurrency=config.max_concurrency,
             )
             created: Model = await clients.enter_async_context(client)
+            if record:
+                created = RecordingModel(created, workspace)
             pipeline.models[config.model] = created
             return created
 
@@ -187,6 +208,7 @@ async def open_pipeline(
                         pipeline._scenario_ended,
                         budgets=budgets,
                         on_warning=pipeline.warnings.append,
+                        check_model=check_model,
                     )
                 else:
                     await runtime.spawn(role, InitActor if role == INIT else ExecuteActor, setup)

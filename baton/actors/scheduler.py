@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import structlog
 
 from baton.actors.agent_loop import AgentLoop
@@ -52,7 +53,7 @@ from baton.context.packages import (
     ScenarioCompletion,
 )
 from baton.context.strategy import ContextBudget
-from baton.errors import UsageError
+from baton.errors import RecordingDivergedError, UsageError
 from baton.runtime.actor import Actor, handler
 
 log = structlog.get_logger(__name__)
@@ -87,8 +88,12 @@ class SchedulerActor(Actor):
         *,
         budgets: Mapping[str, ContextBudget] | None = None,
         on_warning: Callable[[str], None] | None = None,
+        check_model: Callable[[str], None] | None = None,
     ) -> None:
         self.setup = setup
+        # Refuses at submit a scenario no model can answer (offline, with neither a recording
+        # nor a script: docs/recordings.md, "Submitting offline"); blocks, run in a thread.
+        self.check_model = check_model
         # No parking here: while a summary waited for the model, the Scheduler could answer
         # nobody (not even `status`); an unavailable model gets a plain summary instead.
         self.summaries = AgentLoop(dataclasses.replace(setup, model_retry=None), self)
@@ -139,6 +144,8 @@ class SchedulerActor(Actor):
         if damage is not None:
             raise damage
         config = await self._scenario_config(message)
+        if self.check_model is not None:
+            await anyio.to_thread.run_sync(self.check_model, message.scenario)
         if message.auto_approve is not None:
             config = config.model_copy(update={"auto_approve": message.auto_approve})
         record = ScenarioRecord(
@@ -179,7 +186,7 @@ class SchedulerActor(Actor):
         record.reason = message.reason
         record.note("rejected", reason=message.reason)
         record.phase = "designing"
-        await self.work.dispatch(
+        await self._dispatch(
             record,
             INIT,
             None,
@@ -258,7 +265,7 @@ class SchedulerActor(Actor):
             f"finish the task and call {_HANDOFF_TOOL_HINT[message.source]}"
         )
         # No package: the agent's conversation (and its key-fact ledger) already holds it.
-        await self.work.dispatch(record, message.source, None, why)
+        await self._dispatch(record, message.source, None, why)
 
     @handler
     async def round_waiting(self, message: RoundWaiting) -> None:
@@ -366,14 +373,30 @@ class SchedulerActor(Actor):
             await self._finish(record, "failed", f"{decision.reason}; last report: {report_path}")
         elif decision.verdict == "return_to_init" or isinstance(package, ExecuteToInitContext):
             record.phase = "returned_to_init"
-            await self.work.dispatch(record, INIT, package, decision.reason)
+            await self._dispatch(record, INIT, package, decision.reason)
         else:
-            await self.work.dispatch(record, EXECUTE, record.last_package, decision.reason)
+            await self._dispatch(record, EXECUTE, record.last_package, decision.reason)
 
     async def _to_execute(self, record: ScenarioRecord, package: HandoffPackage, why: str) -> None:
         record.phase = "executing"
         record.last_package = package
-        await self.work.dispatch(record, EXECUTE, package, why)
+        await self._dispatch(record, EXECUTE, package, why)
+
+    async def _dispatch(
+        self,
+        record: ScenarioRecord,
+        agent: str,
+        package: HandoffPackage | None,
+        why: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        try:
+            await self.work.dispatch(record, agent, package, why, metadata=metadata)
+        except RecordingDivergedError as error:
+            # A replayed task summary the recording lacks: the scenario ends saying so, rather
+            # than wait on a work order never sent (docs/recordings.md, "Divergence").
+            await self._finish(record, "failed", str(error))
 
     async def _finish(self, record: ScenarioRecord, phase: Any, reason: str) -> None:
         record.phase = phase

@@ -341,6 +341,8 @@ class StrategyBase:
             latency_ms=max(0.0, (self.clock.now() - started) * 1000),
             fallback_reason=fallback_reason,
             warning=warning,
+            # Every strategy shows the whole ledger under the cap once compacted.
+            ledger_dropped=conversation.ledger.shown(max_tokens=self.budget.ledger_max_tokens)[1],
         )
         conversation.apply(record)
         for c in kept_cuts:

@@ -154,11 +154,18 @@ class _Folding:
         self.rounds_done = max(self.rounds_done, finished)
 
 
-def state_json(state: WorkingState, ledger: KeyFactLedger, *, facts: int | None = None) -> str:
-    """The state, with the ledger (its first `facts` facts) merged in, as compact JSON."""
+def state_json(
+    state: WorkingState,
+    ledger: KeyFactLedger,
+    *,
+    facts: int | None = None,
+    max_tokens: int | None = None,
+) -> str:
+    """The state, with the ledger (its first `facts` facts, under the `max_tokens` cap)
+    merged in, as compact JSON."""
     data = state.model_dump(mode="json", exclude_defaults=True)
     data["kind"] = state.kind
-    ledger.merge_into(data, limit=facts)
+    ledger.merge_into(data, limit=facts, max_tokens=max_tokens)
     return json.dumps(data, ensure_ascii=False)
 
 
@@ -223,7 +230,12 @@ class ExtractStateStrategy(StrategyBase):
         key = (folding.upto, folding.rounds_done, facts)
         if self._rendered is None or self._rendered[0] != key:
             empty = folding.state.is_empty and not facts
-            text = state_json(folding.state, conversation.ledger, facts=facts)
+            text = state_json(
+                folding.state,
+                conversation.ledger,
+                facts=facts,
+                max_tokens=self.budget.ledger_max_tokens,
+            )
             self._rendered = (key, Lead() if empty else _state_lead(text))
         return self._rendered[1]
 
@@ -243,7 +255,9 @@ class ExtractStateStrategy(StrategyBase):
         def summary_for(kept: int) -> tuple[str | None, Lead]:
             trial = copy.deepcopy(self._folding)
             trial.fold(conversation, len(entries) - kept)
-            text = state_json(trial.state, conversation.ledger)
+            text = state_json(
+                trial.state, conversation.ledger, max_tokens=self.budget.ledger_max_tokens
+            )
             return text, _state_lead(text)
 
         return self.finish_compaction(

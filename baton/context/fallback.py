@@ -109,11 +109,13 @@ def fallback_summary(
     *,
     reason: str,
     ledger: KeyFactLedger | None = None,
+    max_tokens: int | None = None,
 ) -> SummaryBase:
     """A summary of `conversation` in `schema`, built without a model.
 
     Starts from the previous summary when it validates against `schema` (so consecutive
-    fallbacks accumulate), adds what the patterns find, then merges the ledger.
+    fallbacks accumulate), adds what the patterns find, then merges the ledger (under the
+    `max_tokens` cap, when given).
     """
     data: dict[str, Any] = schema.empty()
     previous = conversation.summary.text if conversation.summary is not None else None
@@ -137,5 +139,5 @@ def fallback_summary(
     data["compaction_note"] = (
         f"extractive fallback summary ({reason}); re-read the key paths for details"
     )
-    (ledger or conversation.ledger).merge_into(data)
+    (ledger or conversation.ledger).merge_into(data, max_tokens=max_tokens)
     return schema.model_validate(data)

@@ -74,6 +74,9 @@ class Compaction(_Record):
     latency_ms: float = Field(ge=0)
     fallback_reason: str | None = Field(None, description="why the LLM summary was not used")
     warning: str | None = Field(None, description="set when fewer than N steps were kept")
+    ledger_dropped: int = Field(
+        0, ge=0, description="key facts the ledger's token cap left out of the compacted context"
+    )
 
     @property
     def truncation(self) -> TruncationSpec:
@@ -89,6 +92,7 @@ class Compaction(_Record):
             summary_tokens=self.summary_tokens,
             mode=self.mode,
             latency_ms=self.latency_ms,
+            ledger_dropped=self.ledger_dropped,
         )
 
 

@@ -12,17 +12,23 @@ so the prompt cache holds between slides. An anchored window start only moves fo
 
 Nothing is summarised. `should_compact` only fires when even the smallest window is over
 the threshold; `compact` then forgets every step outside the window and cuts long results.
+
+With no summary to merge it into, the key-fact ledger is shown on its own, in the first user
+turn, inside `<key_facts>` tags (capped at `ledger_max_tokens`), so the paths and ids of the
+steps that slid out stay in every request (docs/context.md, "Key-fact ledger").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from baton.context._assembly import Builder, add_rounds_from, first_shown_round
+from baton.context._assembly import Builder, Lead, add_rounds_from, first_shown_round
 from baton.context._strategy_base import StrategyBase
 from baton.context.caching import Anchor
 from baton.context.conversation import Conversation
+from baton.context.ledger_view import ledger_message
 from baton.context.records import Compaction
+from baton.context.steps import StepLayout
 from baton.context.strategy import ContextBudget, Summarizer
 from baton.errors import UsageError
 
@@ -41,6 +47,7 @@ class SlidingWindowStrategy(StrategyBase):
         self._start_cost = 0
         self._counted_steps = 0
         self._counted_rounds = 0
+        self._rendered: tuple[tuple[int, int], Lead] | None = None
 
     @property
     def window_start(self) -> int:
@@ -52,6 +59,29 @@ class SlidingWindowStrategy(StrategyBase):
         self._start_cost = 0
         self._counted_steps = 0
         self._counted_rounds = 0
+        self._rendered = None
+
+    def _facts_shown(self, conversation: Conversation) -> int:
+        # A round pinned by thinking keeps the facts its first thinking step showed.
+        pinned = conversation.pinned_layout
+        return len(conversation.ledger) if pinned is None else pinned.facts
+
+    def _layout(self, conversation: Conversation) -> StepLayout:
+        layout = super()._layout(conversation)
+        return layout.model_copy(update={"facts": self._facts_shown(conversation)})
+
+    def _lead(self, conversation: Conversation) -> Lead:
+        """The carried summary, if any, then the ledger as a user turn of its own."""
+        facts = self._facts_shown(conversation)
+        key = (conversation.compactions, facts)
+        if self._rendered is None or self._rendered[0] != key:
+            lead = super()._lead(conversation)
+            message = ledger_message(
+                conversation.ledger, facts=facts, max_tokens=self.budget.ledger_max_tokens
+            )
+            lead.builder.add(message)
+            self._rendered = (key, lead)
+        return self._rendered[1]
 
     def _advance(self, conversation: Conversation) -> None:
         rounds = conversation.round_entries

@@ -24,6 +24,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from baton.context.conversation import Conversation
+from baton.context.ledger import LEDGER_MAX_TOKENS
 from baton.context.payload import Payload, TextBlock, ToolSpec
 from baton.context.records import Compaction
 from baton.context.truncation import TRUNCATE_KEEP_CHARS, TRUNCATE_OVER_CHARS, TruncationSpec
@@ -84,6 +85,9 @@ class BudgetFields(BaseModel):
         "off", description="adaptive | off | a manual budget of thinking tokens (older models)"
     )
     effort: Effort | None = Field(None, description="low | medium | high | xhigh | max")
+    ledger_max_tokens: int = Field(
+        LEDGER_MAX_TOKENS, ge=1, description="the most the key-fact ledger may show, in tokens"
+    )
 
     @model_validator(mode="after")
     def _threshold_inside_window(self) -> Self:

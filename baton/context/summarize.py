@@ -113,10 +113,15 @@ class SummarizeStrategy(StrategyBase):
                 reason = str(exc)
         mode: CompactionMode = "llm"
         if data is not None:
-            conversation.ledger.merge_into(data)
+            conversation.ledger.merge_into(data, max_tokens=self.budget.ledger_max_tokens)
             summary = summary_json(data)
         else:
-            fallback = fallback_summary(self.summary_schema, conversation, reason=reason)
+            fallback = fallback_summary(
+                self.summary_schema,
+                conversation,
+                reason=reason,
+                max_tokens=self.budget.ledger_max_tokens,
+            )
             summary = summary_json(fallback)
             mode = "fallback"
         lead = self._summary_lead(summary, self.compact_prompt)

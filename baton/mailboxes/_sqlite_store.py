@@ -25,6 +25,7 @@ from baton.errors import (
     DiskFullFailure,
     StateFileError,
 )
+from baton.mailboxes._group_commit import GroupCommit
 from baton.mailboxes._sqlite_health import Counts, MarkFile, compare, damaged, translate
 from baton.mailboxes.dead_letter_body import excerpt
 
@@ -162,7 +163,8 @@ class SqliteStore:
     ) -> None:
         self.path = path
         self._db = connection
-        self._limiter = anyio.CapacityLimiter(1)
+        self._group = GroupCommit(connection, after_commit=self._write_mark)
+        self._marked: Counts | None = None
         self._acks = 0
         self._counts = counts
         self._mark = MarkFile(path)
@@ -195,7 +197,7 @@ class SqliteStore:
             # Private (README, "Sandbox and file modes"): SQLite creates -wal and -shm with the
             # database's mode, so a 0600 database keeps them 0600 too.
             private_file(private_dir(path.parent) / path.name)
-            # Autocommit: every write below is its own short transaction, or an explicit one.
+            # Autocommit mode: the group commit opens and ends each transaction itself.
             db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -218,12 +220,13 @@ class SqliteStore:
         return store
 
     async def run(self, fn: Callable[..., T], *args: object) -> T:
-        """Run `fn(*args)` on the store's worker thread, after any call already queued.
+        """Run `fn(*args)` on the store's worker thread, in the transaction of the next batch
+        (`_group_commit`): it returns once that transaction is committed.
 
         A statement that failed for space raises `DiskFullFailure`, one that found the
         database damaged `StateFileError`, both naming the file."""
         try:
-            return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+            return await self._group.run(fn, *args)
         except sqlite3.Error as exc:
             found = translate(self.path, exc)
             if isinstance(found, DiskFullFailure) and self.full is None:
@@ -253,8 +256,14 @@ class SqliteStore:
                 await self._sleep(FULL_RETRY_WAIT if retry is None else retry.delay(attempt))
                 attempt += 1
 
+    @property
+    def batches(self) -> int:
+        """Transactions run so far; each holds every operation queued while the one before
+        was on the worker thread."""
+        return self._group.batches
+
     async def close(self) -> None:
-        await self.run(self._close)
+        await self._group.alone(self._close)
 
     def _close(self) -> None:
         self._db.close()
@@ -281,16 +290,23 @@ class SqliteStore:
             log.warning("mailbox.rewound", database=str(self.path), forgotten=loss.forgotten)
         self._mark.open()
         self._mark.write(counts)
+        self._marked = counts
 
     def _counted(self, stored: int = 0, settled: int = 0) -> None:
-        """Mirror a committed change of the database's counters into the mark file."""
+        """Mirror a change of the database's counters into the mark file once committed."""
+        self._group.on_commit(lambda: self._add_counts(stored, settled))
+
+    def _add_counts(self, stored: int, settled: int) -> None:
         counts = self._counts
-        if counts is None:
-            return
-        self._counts = counts = Counts(
-            counts.db_id, counts.stored + stored, counts.settled + settled
-        )
-        self._mark.write(counts)
+        if counts is not None:
+            self._counts = Counts(counts.db_id, counts.stored + stored, counts.settled + settled)
+
+    def _write_mark(self) -> None:
+        """After each commit: one write of the mark for the whole batch."""
+        counts = self._counts
+        if counts is not None and counts != self._marked:
+            self._marked = counts
+            self._mark.write(counts)
 
     def insert(self, envelope_id: str, recipient: str, body: str) -> int | None:
         """Store a new envelope; its seq, or None when the id is known (a duplicate)."""
@@ -323,10 +339,8 @@ class SqliteStore:
         self._db.execute("UPDATE envelopes SET in_flight = 0 WHERE seq = ?", (seq,))
 
     def ack(self, seq: int, envelope_id: str) -> None:
-        with self._db:
-            self._db.execute("BEGIN")
-            deleted = self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,)).rowcount
-            self._db.execute("INSERT OR IGNORE INTO acked (id) VALUES (?)", (envelope_id,))
+        deleted = self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,)).rowcount
+        self._db.execute("INSERT OR IGNORE INTO acked (id) VALUES (?)", (envelope_id,))
         self._counted(settled=deleted)
         self._acks += 1
         if self._acks % _PRUNE_EVERY == 0:
@@ -339,19 +353,16 @@ class SqliteStore:
         body (`dead_letter_body`); the oldest beyond the count and age limits go."""
         cut = excerpt(body)
         now = self._clock()
-        with self._db:
-            self._db.execute("BEGIN")
-            deleted = self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,)).rowcount
-            self._db.execute(
-                "INSERT INTO dead_letters (id, recipient, reason, body, at, size, sha256) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (envelope_id, recipient, reason, cut.text, now, cut.size, cut.sha256),
-            )
-            self._db.execute(
-                "DELETE FROM dead_letters WHERE n <= (SELECT MAX(n) FROM dead_letters) - ? "
-                "OR at < ?",
-                (self._dead_letter_max, now - self._dead_letter_age),
-            )
+        deleted = self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,)).rowcount
+        self._db.execute(
+            "INSERT INTO dead_letters (id, recipient, reason, body, at, size, sha256) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (envelope_id, recipient, reason, cut.text, now, cut.size, cut.sha256),
+        )
+        self._db.execute(
+            "DELETE FROM dead_letters WHERE n <= (SELECT MAX(n) FROM dead_letters) - ? OR at < ?",
+            (self._dead_letter_max, now - self._dead_letter_age),
+        )
         self._counted(settled=deleted)
 
     def dead_letters(self) -> list[tuple[str, str, str]]:

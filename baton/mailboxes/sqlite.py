@@ -7,9 +7,10 @@ on the next start, one attempt later, and one that keeps killing the process is 
 once it has used `max_attempts` deliveries. Acked ids are remembered (the newest `REMEMBERED`
 of them), so an envelope sent again with the same id is dropped, not handled twice.
 
-All SQL runs on one worker thread, one statement group at a time: sqlite3 blocks, and the
-event loop must not. WAL with `synchronous=NORMAL` survives a killed process (the case a
-crash test exercises); only a power loss can take the last commits.
+All SQL runs on one worker thread, a batch of operations per transaction (group commit,
+`_group_commit`): sqlite3 blocks, and the event loop must not. WAL with `synchronous=NORMAL`
+survives a killed process (the case a crash test exercises); only a power loss can take the
+last commits.
 """
 
 from __future__ import annotations

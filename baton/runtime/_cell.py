@@ -226,17 +226,14 @@ class ActorCell:
         error = UnhandledMessageError(
             self.name, envelope.message_type, list(self.instance.actor_message_types())
         )
-        await self.mailbox.nack(delivery, requeue=False, reason=str(error))
-        self._settle(envelope, error=error)
+        await self._refuse(delivery, error, str(error))
 
     async def _on_handler_error(self, delivery: Delivery, error: Exception) -> Delivery | None:
         """Supervise one failure; return the delivery to retry, or None when it is settled."""
         envelope = delivery.envelope
         if isinstance(error, UsageError):
             # The message is at fault, not the actor: retrying or restarting cannot help.
-            reason = f"refused: {type(error).__name__}: {error}"
-            await self.mailbox.nack(delivery, requeue=False, reason=reason)
-            self._settle(envelope, error=error)
+            await self._refuse(delivery, error, f"refused: {type(error).__name__}: {error}")
             return None
         full = out_of_space(error)
         if full is not None:
@@ -380,20 +377,39 @@ class ActorCell:
 
     def _settle(
         self, envelope: Envelope, *, value: Any = None, error: BaseException | None = None
-    ) -> None:
+    ) -> bool:
+        """Answer the ask `envelope` carries; whether an asker is there to get the answer."""
         if envelope.correlation_id is None:
-            return
+            return False
         pending = self.pending.pop(envelope.correlation_id, None)
         if pending is None:
             # Asked from another process; or the asker timed out and left, and the late
             # reply is dropped.
             if self._reply_elsewhere is not None:
                 self._reply_elsewhere(envelope, value, error)
-            return
+                return True
+            return False
         if error is not None:
             pending.fail(error)
         else:
             pending.resolve(value)
+        return True
+
+    async def _refuse(self, delivery: Delivery, error: UsageError, reason: str) -> None:
+        """Settle a message refused as the sender's mistake. An asker gets the error and that
+        is all: it is not a dead letter. A told message (or an ask whose asker has left) has
+        no one to hear it, so the dead letters keep it with the reason."""
+        if self._settle(delivery.envelope, error=error):
+            log.info(
+                "actor.request_refused",
+                actor=self.name,
+                message_id=delivery.envelope.id,
+                message_type=delivery.envelope.message_type,
+                reason=reason,
+            )
+            await self.mailbox.ack(delivery)
+        else:
+            await self.mailbox.nack(delivery, requeue=False, reason=reason)
 
     async def _run_hook(self, name: str, hook: Any) -> None:
         try:

@@ -22,7 +22,10 @@ class _Record(BaseModel):
 
 class ModelCall(_Record):
     event: Literal["model.call"] = "model.call"
-    model: str = Field(description="model name; `offline-scripted` for the offline model")
+    model: str = Field(
+        description="model name; `offline-scripted` for the offline model, `offline-replay` "
+        "for a replayed recording (docs/recordings.md)"
+    )
     input_tokens: int = Field(ge=0, description="uncached input tokens")
     cache_creation_input_tokens: int = Field(ge=0, description="input tokens written to the cache")
     cache_read_input_tokens: int = Field(ge=0, description="input tokens read from the cache")
@@ -33,6 +36,9 @@ class ModelCall(_Record):
     fill: float = Field(ge=0, le=1, description="context_tokens / context_window")
     latency_ms: float = Field(ge=0, description="wall time of the call")
     stop_reason: str | None = Field(description="why the model stopped (end_turn, tool_use, ...)")
+    tools: list[str] = Field(
+        default_factory=list, description="the tools the reply called, in order (names only)"
+    )
     turn: int = Field(ge=0, description="the actor's model-call counter in this conversation")
     purpose: str = Field("turn", description="turn | compaction | task_summary")
     thinking: str = Field(
@@ -49,6 +55,9 @@ class ContextCompacted(_Record):
     summary_tokens: int = Field(ge=0)
     mode: Literal["llm", "fallback"] = Field(description="llm summary, or the extractive fallback")
     latency_ms: float = Field(ge=0)
+    ledger_dropped: int = Field(
+        0, ge=0, description="key facts the ledger's token cap left out (0: every fact kept)"
+    )
 
 
 class ToolResultTruncated(_Record):

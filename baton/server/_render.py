@@ -8,6 +8,7 @@ from typing import Any, Literal, get_args, get_origin
 from baton.actors.messages import ScenarioState
 from baton.runtime.context_status import ContextFill
 from baton.runtime.token_records import TokenRecord
+from baton.server._approvals import pending_lines
 from baton.server._control_models import StatusReport
 
 BAR_WIDTH = 20
@@ -29,8 +30,9 @@ def _n(value: Any) -> str:
 
 def _time(record: Mapping[str, Any]) -> str:
     ts = str(record.get("ts") or "")
-    # ISO 8601 "2025-01-02T12:03:04.123456Z": the clock time is what a tail reader scans.
-    return ts[11:19] if len(ts) >= 19 else ts or "--:--:--"
+    # ISO 8601 "2025-01-02T12:03:04.123456Z" as "2025-01-02 12:03:04": a tail that reaches
+    # back into rotated files spans days, so the date stays.
+    return f"{ts[:10]} {ts[11:19]}" if len(ts) >= 19 else ts or "---------- --:--:--"
 
 
 def _context(tokens: Any, window: Any, threshold: Any) -> str:
@@ -102,8 +104,10 @@ def render_scenario(state: ScenarioState) -> str:
     return _scenario_line(state).strip()
 
 
-def render_status(report: StatusReport) -> str:
-    """The `baton status` table: actors, scenarios, pending approvals, dead letters."""
+def render_status(report: StatusReport, workspace: str | None = None) -> str:
+    """The `baton status` table: actors, scenarios, pending approvals (each with its
+    summary, design files and the commands that decide it), dead letters. `workspace` is
+    the `--workspace` the commands must carry (None or `.`: none)."""
     lines = [f"runtime pid {report.pid} in {report.workspace}"]
     header = ["ACTOR", "TYPE", "STATE", "MAILBOX", "HANDLED", "FAILED", "RESTARTS", "CONTEXT"]
     rows = [header] + [
@@ -129,10 +133,11 @@ def render_status(report: StatusReport) -> str:
     else:
         lines.append(f"scenarios: {len(report.scenarios) or 'none'}")
         lines += [_scenario_line(state) for state in report.scenarios]
-    if report.pending_approvals:
-        names = ", ".join(state.scenario for state in report.pending_approvals)
-        lines.append(f"awaiting approval: {names} (`baton approve SCENARIO`)")
-    lines.append(f"dead letters: {report.dead_letters}")
+    for state in report.pending_approvals:
+        lines.append(f"awaiting approval: {state.scenario} (iteration {state.iteration})")
+        lines += pending_lines(state, workspace)
+    listed = " (`baton dead-letters` lists them)" if report.dead_letters else ""
+    lines.append(f"dead letters: {report.dead_letters}{listed}")
     lines.append(f"token log: {report.token_log} ({report.token_records} records this run)")
     return "\n".join(lines)
 
@@ -160,6 +165,8 @@ def _type_name(annotation: Any) -> str:
     args = get_args(annotation)
     if get_origin(annotation) is Literal:
         return " \\| ".join(f'`"{arg}"`' for arg in args)
+    if get_origin(annotation) is list:
+        return f"list of {_type_name(args[0])}"
     if args:
         return " or ".join(_type_name(arg) for arg in args)
     names = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}

@@ -24,12 +24,14 @@ from baton.actors.messages import (
     ScenarioState,
     StartScenario,
 )
+from baton.actors.model_source import model_source_line
 from baton.actors.pipeline import AGENTS, Pipeline, open_pipeline
 from baton.errors import BatonError, CommandLineError, DiskFullFailure, NoSchedulerError
 from baton.runtime.actor import Actor
 from baton.runtime.disk_writes import DISK_FULL_RETRY
 from baton.runtime.runtime import Runtime
 from baton.runtime.settings import redact_url
+from baton.server._live import RunView
 from baton.server._render import render_scenario
 from baton.server._workspace_claim import claim_workspace
 from baton.server.control_server import ControlServer
@@ -49,6 +51,8 @@ class RunOptions:
     actors: Sequence[str] = ()
     mailbox: str | None = None
     roles: Sequence[str] | None = None
+    record: bool = False
+    json_logs: bool = False  # `--log-format json`: log lines on stderr, so no live panel
 
 
 def command_line_config(workspace: Path, mailbox: str | None) -> BatonConfig:
@@ -153,6 +157,14 @@ async def _start(
         file=out,
         flush=True,
     )
+    workspace = runtime.workspace or options.workspace
+    source = await anyio.to_thread.run_sync(
+        lambda: model_source_line(
+            pipeline.offline, workspace, options.submit, record=options.record
+        )
+    )
+    if source is not None:
+        print(f"baton: {source}", file=out, flush=True)
     for warning in [*runtime.warnings, *pipeline.warnings]:
         sys.stderr.write(f"baton: warning: {warning}\n")
     if options.submit is not None:
@@ -166,21 +178,29 @@ async def _start(
 
 
 async def _serve(
-    options: RunOptions, actors: list[tuple[str, type[Actor]]], stop: anyio.Event, out: TextIO
+    options: RunOptions, actors: list[tuple[str, type[Actor]]], stop: anyio.Event, view: RunView
 ) -> None:
+    out = view.out
     async with claim_workspace(options.workspace) as claim:
         config = await anyio.to_thread.run_sync(
             command_line_config, claim.workspace, options.mailbox
         )
         async with (
             Runtime.open(claim.workspace, config=config) as runtime,
-            open_pipeline(runtime, roles=options.roles or AGENTS) as pipeline,
+            view.following(runtime.token_log),
+            open_pipeline(
+                runtime,
+                roles=options.roles or AGENTS,
+                record=options.record,
+                require_scenario_model=True,
+            ) as pipeline,
             ControlServer.open(runtime, claim=claim) as server,
         ):
             # Only this scope is cancelled to stop: leaving the blocks above is the drain.
             async with anyio.create_task_group() as serving:
                 serving.start_soon(_cancel_when_set, stop, serving.cancel_scope)
                 serving.start_soon(_cancel_when_set, server.stop_requested, serving.cancel_scope)
+                await serving.start(view.watch_scenarios, runtime, pipeline)
                 await _start(
                     runtime,
                     pipeline=pipeline,
@@ -194,6 +214,8 @@ async def _serve(
                         _cancel_when_idle, runtime, pipeline, serving.cancel_scope, out
                     )
                 await anyio.sleep_forever()
+            with anyio.CancelScope(shield=True):  # the summary's last word on each scenario
+                await view.refresh_states(runtime)
             log.info("run.stopping", workspace=str(claim.workspace))
 
 
@@ -208,7 +230,9 @@ async def run(options: RunOptions, out: TextIO) -> None:
     async with anyio.create_task_group() as watcher:
         # Listening before the socket exists: a signal at any time after start drains.
         await watcher.start(watch_signals, stop)
+        view = RunView.for_output(out, workspace=options.workspace, json_logs=options.json_logs)
         try:
-            await _serve(options, actors, stop, out)
+            with view.showing():
+                await _serve(options, actors, stop, view)
         finally:
             watcher.cancel_scope.cancel()

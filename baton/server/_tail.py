@@ -8,7 +8,7 @@ new file, whose old one is read to its end first; a truncation as the file shrin
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def read_lines(path: Path) -> AsyncIterator[str]:
+async def read_lines(path: Path) -> AsyncGenerator[str, None]:
     """Every complete line of the file now at `path` (none if there is no file)."""
     try:
         handle = await aiofiles.open(path, "rb")
@@ -81,15 +81,19 @@ async def read_lines(path: Path) -> AsyncIterator[str]:
             if line.strip():
                 yield line
     finally:
-        await handle.close()
+        with anyio.CancelScope(shield=True):  # a cancelled reader still closes the file
+            await handle.close()
 
 
 class _Follower:
-    def __init__(self, path: Path, interval: float, sleep: Sleep) -> None:
+    def __init__(
+        self, path: Path, interval: float, sleep: Sleep, on_caught_up: Callable[[], None] | None
+    ) -> None:
         self._path = path
         self._interval = interval
         self._sleep = sleep
         self._pending = b""
+        self._on_caught_up = on_caught_up
 
     async def _open(self) -> AsyncBufferedReader:
         while True:
@@ -120,7 +124,7 @@ class _Follower:
             if (text := raw.decode("utf-8", errors="replace").rstrip("\r")).strip()
         ]
 
-    async def lines(self) -> AsyncIterator[str]:
+    async def lines(self) -> AsyncGenerator[str, None]:
         handle = await self._open()
         try:
             while True:
@@ -141,16 +145,26 @@ class _Follower:
                     await handle.seek(0)
                     self._pending = b""
                 else:
+                    if self._on_caught_up is not None:
+                        # Everything the file held when the tail began has been read.
+                        self._on_caught_up()
+                        self._on_caught_up = None
                     await self._sleep(self._interval)
         finally:
-            await handle.close()
+            with anyio.CancelScope(shield=True):  # a cancelled tail still closes the file
+                await handle.close()
 
 
 def follow_lines(
-    path: Path, *, interval: float = POLL_INTERVAL, sleep: Sleep = anyio.sleep
-) -> AsyncIterator[str]:
+    path: Path,
+    *,
+    interval: float = POLL_INTERVAL,
+    sleep: Sleep = anyio.sleep,
+    on_caught_up: Callable[[], None] | None = None,
+) -> AsyncGenerator[str, None]:
     """Every line of the file at `path`, then each line appended, across rotation; endless.
 
-    Waits for the file if it does not exist yet. `sleep` is what waits between polls.
+    Waits for the file if it does not exist yet. `sleep` is what waits between polls;
+    `on_caught_up` is called once, the first time the end of the file is reached.
     """
-    return _Follower(path, interval, sleep).lines()
+    return _Follower(path, interval, sleep, on_caught_up).lines()

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, NoReturn
@@ -19,12 +20,17 @@ from typing import Any, NoReturn
 import anyio
 import structlog
 
-from baton.errors import BatonError, CommandLineError, StateFileError, UsageError
-from baton.runtime.logging import configure_logging
-from baton.runtime.token_log import TOKEN_LOG
+from baton.errors import BatonError, CommandLineError
+from baton.runtime.logging import PROCESS_LOG, LogFile, configure_logging, stop_stdlib_forwarding
+from baton.server._approvals import render_show
+from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTERS
+from baton.server._dead_letter_models import MAX_LIMIT as MAX_DEAD_LETTERS
+from baton.server._dead_letter_models import render_dead_letters
 from baton.server._log_limits import quiet_event_loop
-from baton.server._render import render_record, render_scenario, render_status
-from baton.server._tail import follow_lines, read_lines, record_matches, record_problem
+from baton.server._render import render_scenario, render_status
+from baton.server._report_command import write_report
+from baton.server._tail_command import TailOptions, tail
+from baton.server._tail_filters import SINCE_HELP, parse_since
 from baton.server.client import Client, not_unicode, not_unicode_message
 
 EXIT_OK = 0
@@ -51,6 +57,30 @@ def _positive(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
     return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of lines") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 0 or more lines")
+    return value
+
+
+def _limit(text: str) -> int:
+    value = _count(text)
+    if not 1 <= value <= MAX_DEAD_LETTERS:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 1 to {MAX_DEAD_LETTERS}")
+    return value
+
+
+def _since(text: str) -> datetime:
+    try:
+        return parse_since(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _payload(args: argparse.Namespace) -> dict[str, Any]:
@@ -92,6 +122,8 @@ async def _run(args: argparse.Namespace) -> None:
         actors=tuple(args.actor),
         mailbox=args.mailbox,
         roles=_role_list(args.actors) if args.actors else None,
+        json_logs=args.log_format == "json",
+        record=args.record,
     )
     await run(options, sys.stdout)
 
@@ -135,7 +167,19 @@ async def _ask(args: argparse.Namespace) -> None:
 async def _status(args: argparse.Namespace) -> None:
     async with Client(args.workspace) as client:
         report = await client.status()
-    _print(report.model_dump_json(indent=2) if args.json else render_status(report))
+    _print(report.model_dump_json(indent=2) if args.json else render_status(report, args.workspace))
+
+
+async def _show(args: argparse.Namespace) -> None:
+    async with Client(args.workspace) as client:
+        state = await client.scenario(args.scenario)
+    _print(state.model_dump_json(indent=2) if args.json else render_show(state, args.workspace))
+
+
+async def _dead_letters(args: argparse.Namespace) -> None:
+    async with Client(args.workspace) as client:
+        listing = await client.dead_letters(args.lines)
+    _print(listing.model_dump_json(indent=2) if args.json else render_dead_letters(listing))
 
 
 async def _approve(args: argparse.Namespace) -> None:
@@ -155,37 +199,94 @@ async def _stop(args: argparse.Namespace) -> None:
     _print(f"stopped the runtime in {args.workspace} (pid {pid})")
 
 
+async def _report(args: argparse.Namespace) -> None:
+    workspace = Path(args.workspace)
+    out = None if args.out is None else Path(args.out)
+    written = await anyio.to_thread.run_sync(write_report, workspace, args.scenario, out)
+    _print(str(written))
+
+
 async def _tail(args: argparse.Namespace) -> None:
-    path = Path(args.workspace) / TOKEN_LOG
-    if await anyio.Path(path).is_dir():
-        raise StateFileError(path, "is a directory, not the token log", "move it aside")
-    if not args.follow and not await anyio.Path(path).is_file():
-        raise UsageError(
-            f"no token log at {path} yet — start `baton run` in {args.workspace}, "
-            "or wait for it with `baton tail -f`"
-        )
-    lines = follow_lines(path) if args.follow else read_lines(path)
-    async for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = None
-        if not isinstance(record, dict):
-            if args.actor is None and args.event is None:
-                _print(line if args.json else f"(not a JSON record) {line}")
-            continue
-        if not record_matches(record, actor=args.actor, event=args.event):
-            continue
-        problem = None if args.json else record_problem(record)
-        if problem is None:
-            _print(line if args.json else render_record(record))
-        else:
-            # A line of the wrong shape (written by hand, or by something else): shown as
-            # it is, so the reader sees it, instead of ending the tail.
-            _print(f"(not a token-log record: {problem}) {line}")
+    options = TailOptions(
+        workspace=Path(args.workspace),
+        follow=args.follow,
+        json=args.json,
+        lines=args.lines,
+        actor=args.actor,
+        event=args.event,
+        scenario=args.scenario,
+        since=args.since,
+    )
+    await tail(options, _print)
 
 
 # --- parser --------------------------------------------------------------------------------
+
+
+def _tail_arguments(tail: argparse.ArgumentParser) -> None:
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing new records")
+    tail.add_argument(
+        "-n",
+        "--lines",
+        type=_count,
+        metavar="N",
+        help="only the last N matching lines (then follow, with -f); reads rotated files too",
+    )
+    tail.add_argument(
+        "--since",
+        type=_since,
+        metavar="WHEN",
+        help=f"only records from WHEN on: {SINCE_HELP}; reads rotated files too",
+    )
+    tail.add_argument("--actor", metavar="A", help="only this actor's records")
+    tail.add_argument("--event", metavar="E", help="only this event, or family (handoff)")
+    tail.add_argument(
+        "--scenario",
+        metavar="NAME",
+        help="only this scenario's records, all its runs (NAME, NAME@2, ...); NAME@2: one run",
+    )
+    tail.add_argument("--json", action="store_true", help="print the JSON lines as written")
+
+
+def _log_format_argument(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--log-format",
+        choices=("file", "json"),
+        default="file",
+        help=f"where the JSON log lines go: file (default: {PROCESS_LOG} in the workspace, "
+        "rotated) or json (stderr, for machines; `baton run` then shows no live panel)",
+    )
+
+
+def _log_file(args: argparse.Namespace) -> LogFile | None:
+    # `baton run` and `baton worker` keep their log out of the terminal (README.md, "Running
+    # baton"); a workspace that is not a directory is reported by the command itself, and
+    # must not be created by its first log line.
+    if getattr(args, "log_format", "json") != "file" or not Path(args.workspace).is_dir():
+        return None
+    return LogFile(Path(args.workspace) / PROCESS_LOG)
+
+
+REPORT_HELP = (
+    "write one self-contained HTML page of the token log (rotated files included): context "
+    "per call against threshold and window for each agent, compactions, handoffs and "
+    "approvals, tokens and estimated cost per agent and model; prints its path (works "
+    "without a running runtime)"
+)
+
+
+def _report_arguments(report: argparse.ArgumentParser) -> None:
+    report.add_argument(
+        "--scenario",
+        metavar="S",
+        help="only this scenario, all its runs (S, S@2, ...); S@2: one run (default: the "
+        "whole log)",
+    )
+    report.add_argument(
+        "--out",
+        metavar="FILE",
+        help="where to write it (default: .baton/reports/<S or all>.html in the workspace)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -219,6 +320,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--exit-when-idle", action="store_true", help="exit once no scenario is active"
     )
     run_cmd.add_argument(
+        "--record",
+        action="store_true",
+        help="append every model reply of a scenario's run to scenarios/<name>/recording.jsonl, "
+        "which a run without ANTHROPIC_API_KEY then replays (needs the key; "
+        "docs/recordings.md)",
+    )
+    run_cmd.add_argument(
         "--actor",
         action="append",
         default=[],
@@ -232,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         "redis://HOST:PORT/DB to share actors with `baton worker` processes"
     )
     run_cmd.add_argument("--mailbox", metavar="BACKEND", help=mailbox_help)
+    _log_format_argument(run_cmd)
     run_cmd.add_argument(
         "--actors",
         action="append",
@@ -257,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="redis://HOST:PORT/DB",
         help="the Redis that `baton run` uses (default: runtime.mailbox of the workspace)",
     )
+    _log_format_argument(worker)
 
     submit = command("submit", _submit, "submit a scenario to the scheduler")
     submit.add_argument("scenario", metavar="SCENARIO")
@@ -280,14 +390,48 @@ def build_parser() -> argparse.ArgumentParser:
                 "--timeout", type=_positive, default=60.0, metavar="S", help="default 60"
             )
 
-    tail = command("tail", _tail, "print the token log (works without a running runtime)")
-    tail.add_argument("-f", "--follow", action="store_true", help="keep printing new records")
-    tail.add_argument("--actor", metavar="A", help="only this actor's records")
-    tail.add_argument("--event", metavar="E", help="only this event, or family (handoff)")
-    tail.add_argument("--json", action="store_true", help="print the JSON lines as written")
+    _tail_arguments(
+        command(
+            "tail",
+            _tail,
+            "print the token log (works without a running runtime): date and time (UTC) "
+            "first, and a `---- NAME run N (NAME@N) ----` line before each scenario run's "
+            "first record",
+        )
+    )
 
-    status = command("status", _status, "show actors, context fill, scenarios, dead letters")
+    _report_arguments(command("report", _report, REPORT_HELP))
+
+    status = command(
+        "status",
+        _status,
+        "show actors, context fill, scenarios, pending approvals (with their design files and "
+        "the commands that decide them), dead letters",
+    )
     status.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    show = command(
+        "show",
+        _show,
+        "show one scenario's state and its pending handoff (summary, design files, commands)",
+    )
+    show.add_argument("scenario", metavar="SCENARIO")
+    show.add_argument("--json", action="store_true", help="print the state as JSON")
+
+    dead = command(
+        "dead-letters",
+        _dead_letters,
+        "list the runtime's dead letters, newest last: time, actor, message type, reason",
+    )
+    dead.add_argument(
+        "-n",
+        "--lines",
+        type=_limit,
+        default=DEFAULT_DEAD_LETTERS,
+        metavar="N",
+        help=f"the newest N (default {DEFAULT_DEAD_LETTERS}, at most {MAX_DEAD_LETTERS})",
+    )
+    dead.add_argument("--json", action="store_true", help="print the list as JSON")
 
     approve = command("approve", _approve, "approve a scenario's pending handoff")
     approve.add_argument("scenario", metavar="SCENARIO")
@@ -342,17 +486,21 @@ def main(argv: list[str] | None = None) -> int:
     handler: Command | None = getattr(args, "command", None)
     if handler is None:
         sys.stderr.write(
-            "baton: error: choose a command (run, worker, submit, tell, ask, tail, status, "
-            "approve, reject, stop) — see `baton --help`\n"
+            "baton: error: choose a command (run, worker, submit, tell, ask, tail, report, "
+            "show, approve, reject, dead-letters, stop) — see `baton --help`\n"
         )
         return EXIT_USAGE
     # Restored on return: main() is also called in-process (tests, embedding scripts).
     logging_before = structlog.get_config()
-    configure_logging(level="info" if args.name in ("run", "worker") else "warning")
+    log_file = _log_file(args)
+    configure_logging(file=log_file, level="info" if args.name in ("run", "worker") else "warning")
     try:
         return _dispatch(handler, args)
     finally:
         structlog.configure(**logging_before)
+        stop_stdlib_forwarding()
+        if log_file is not None:
+            log_file.close()
 
 
 async def _quietly(handler: Command, args: argparse.Namespace) -> None:

@@ -38,6 +38,8 @@ from baton.server._control_models import (
     Health,
     StatusReport,
 )
+from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTERS
+from baton.server._dead_letter_models import DeadLetterList
 from baton.server._workspace_claim import CONTROL_SOCKET, PID_FILE, read_pid
 
 M = TypeVar("M", bound=BaseModel)
@@ -151,10 +153,11 @@ class Client:
         *,
         body: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        params: Mapping[str, str | int] | None = None,
     ) -> Any:
         try:
             response = await self._client().request(
-                method, path, json=body, timeout=timeout or self._timeout
+                method, path, json=body, params=params, timeout=timeout or self._timeout
             )
         except httpx2.TransportError as exc:
             raise self._transport_error(exc) from None
@@ -283,6 +286,11 @@ class Client:
         """Reject the pending handoff, with the reason Init gets back."""
         raw = await self._request("POST", f"/scenarios/{scenario}/reject", body={"reason": reason})
         return ScenarioState.model_validate(raw)
+
+    async def dead_letters(self, limit: int = DEFAULT_DEAD_LETTERS) -> DeadLetterList:
+        """The newest `limit` dead letters (newest last) and how many there were in all."""
+        raw = await self._request("GET", "/dead-letters", params={"limit": limit})
+        return DeadLetterList.model_validate(raw)
 
     async def stop(self, *, wait: bool = True, timeout: float = STOP_TIMEOUT) -> None:
         """Ask the runtime to drain and exit; with `wait`, return once its process is gone."""

@@ -47,7 +47,7 @@ async def test_a_work_order_with_a_bad_budget_is_refused_without_a_restart(
 ) -> None:
     """`Dispatch.budget` with `context_window = -5`, asked once and told twice (the issue's
     `baton tell init Dispatch ...`): a `ConfigError` naming `budget.context_window` for the
-    asker, the same reason on the dead letters, no model call and no restart."""
+    asker, the same reason on the two told ones' dead letters, no model call and no restart."""
     model = scripted([])
     async with Runtime.open(tmp_path) as rt:
         await spawn_init_beside_recorder(rt, model, FileJournalStore(tmp_path), [], [])
@@ -66,7 +66,7 @@ async def test_a_work_order_with_a_bad_budget_is_refused_without_a_restart(
     assert 1 == len(message.splitlines())
     assert "budget.context_window: Input should be greater than 0" in message
     assert (0, 0, "running") == (init.restarts, init.failures, init.state)
-    assert 3 == len(reasons)
+    assert 2 == len(reasons)
     assert all("budget.context_window" in reason for reason in reasons)
     assert [] == list(model.calls)
 

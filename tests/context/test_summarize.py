@@ -259,6 +259,7 @@ async def test_compacted_event_carries_design_fields() -> None:
         "summary_tokens",
         "mode",
         "latency_ms",
+        "ledger_dropped",
     } == set(event.log_fields())
     assert 0 < event.summary_tokens
 

@@ -68,7 +68,7 @@ def test_fd_exhaustion_logs_one_line_not_a_traceback_per_connection(tmp_path: Pa
     """With its descriptors used up by idle connections, `baton run` logs the accept failure
     once, without a traceback, and serves again once the connections close."""
     proc = subprocess.Popen(
-        [BATON, "run", "--workspace", str(tmp_path)],
+        [BATON, "run", "--log-format", "json", "--workspace", str(tmp_path)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -157,7 +157,7 @@ def test_messages_lost_with_the_database_after_kill_9_are_reported(tmp_path: Pat
         ignore = shutil.ignore_patterns("control.sock", "baton.pid")
         shutil.copytree(killed / ".baton", workspace / ".baton", ignore=ignore)
         damage(workspace / DATABASE)
-        return cli(workspace, "run", "--exit-when-idle")
+        return cli(workspace, "run", "--exit-when-idle", "--log-format", "json")
 
     def outcome(result: subprocess.CompletedProcess[str]) -> tuple[int, list[str], list[int]]:
         lines = result.stderr.splitlines()
@@ -172,7 +172,9 @@ def test_messages_lost_with_the_database_after_kill_9_are_reported(tmp_path: Pat
     advice = garbage.stderr.strip().splitlines()[-1]
     command = advice.split("move it aside (")[1].split(")")[0]
     subprocess.run(command, shell=True, check=True, cwd=tmp_path)  # noqa: S602 - baton's advice
-    moved = outcome(cli(tmp_path / "garbage_database", "run", "--exit-when-idle"))
+    moved = outcome(
+        cli(tmp_path / "garbage_database", "run", "--exit-when-idle", "--log-format", "json")
+    )
     for name, (code, warnings, lost) in {**outcomes, "garbage_database": moved}.items():
         assert (0, 1, [QUEUED]) == (code, len(warnings), lost), name
         assert f"{QUEUED} queued message(s) are lost" in warnings[0], name

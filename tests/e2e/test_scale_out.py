@@ -71,9 +71,11 @@ def redis_steps(client: redis.Redis) -> Counter[tuple[str, str, str, int]]:
 
 
 def start_worker(workspace: Path, index: int) -> tuple[Child, str]:
+    # The log on stderr, where `settled_claims` reads the `mailbox.claimed` lines.
+    logs = ("--log-format", "json")
     with (workspace / f"worker{index}.err").open("w") as err:
         child = Child(
-            [BATON, "worker", "--actors", "init,execute", "--workspace", str(workspace)],
+            [BATON, "worker", "--actors", "init,execute", *logs, "--workspace", str(workspace)],
             stderr=err,
         )
     banner = child.read_line()

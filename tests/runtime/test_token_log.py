@@ -51,7 +51,7 @@ async def test_a_model_call_is_one_json_line_with_every_field(tmp_path: Path) ->
         "ts", "event", "actor", "scenario", "conversation", "model", "input_tokens",
         "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens",
         "context_tokens", "context_window", "compact_threshold", "fill", "latency_ms",
-        "stop_reason", "turn", "purpose", "thinking", "effort",
+        "stop_reason", "tools", "turn", "purpose", "thinking", "effort",
     } == set(line)  # fmt: skip
     assert ("model.call", "init", "leave", "c1", 3) == (
         line["event"],

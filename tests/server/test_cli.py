@@ -124,10 +124,10 @@ def test_fill_bar_marks_the_compaction_threshold() -> None:
 
 
 def test_a_model_call_renders_tokens_and_the_fill_bar() -> None:
-    """A model.call line shows time, actor, model, the four token counts and the bar."""
+    """A model.call line shows date and time, actor, model, the four token counts and the bar."""
     expected = (
-        "12:03:04  init        claude-opus-4-5     in 1,234  cache-write 0  cache-read 10,000  "
-        "out 512  [##########-----|-----]  50% of 200,000"
+        "2025-06-01 12:03:04  init        claude-opus-4-5     in 1,234  cache-write 0  "
+        "cache-read 10,000  out 512  [##########-----|-----]  50% of 200,000"
     )
     assert expected == render_record(MODEL_CALL)
 
@@ -135,8 +135,8 @@ def test_a_model_call_renders_tokens_and_the_fill_bar() -> None:
 def test_a_compaction_renders_as_a_marker() -> None:
     """A context.compacted line shows before → after tokens and the mode."""
     expected = (
-        "12:03:09  execute     == compacted 152,000 -> 21,000 tokens (llm, 3 steps kept, "
-        "summary 900 tokens) =="
+        "2025-06-01 12:03:09  execute     == compacted 152,000 -> 21,000 tokens (llm, "
+        "3 steps kept, summary 900 tokens) =="
     )
     assert expected == render_record(COMPACTED)
 

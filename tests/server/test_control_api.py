@@ -321,6 +321,7 @@ async def test_the_openapi_schema_lists_every_endpoint(tmp_path: Path) -> None:
         "/scenarios/{name}/reject",
         "/stop",
         "/tokens",
+        "/dead-letters",
         "/actors/failing/tell",
         "/actors/failing/ask",
         "/actors/greeter/tell",

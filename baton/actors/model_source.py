@@ -1,0 +1,41 @@
+"""Which model answers a scenario, in the words of `baton run`'s start banner.
+
+Online every call goes to Claude (and, with `--record`, its replies go to the scenario's
+recording); offline a scenario is answered by its recording, else its offline script, else
+nothing (docs/recordings.md, "Precedence").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from baton.actors.offline_model import OfflineModel
+from baton.actors.recording import RECORDING_FILE, recording_path
+from baton.actors.scenario import SCENARIOS_DIR
+
+
+def _shown(path: Path, workspace: Path) -> str:
+    return str(path.relative_to(workspace)) if path.is_relative_to(workspace) else str(path)
+
+
+def model_source_line(
+    offline: OfflineModel | None, workspace: Path, scenario: str | None, *, record: bool
+) -> str | None:
+    """The banner's second line for `scenario` (submitted at start), or None: what replays
+    or scripts it offline, or where `--record` writes. Blocks: reads the scenario."""
+    if offline is None:
+        if not record:
+            return None
+        where = (
+            _shown(recording_path(workspace, scenario), workspace)
+            if scenario is not None
+            else f"{SCENARIOS_DIR}/<scenario>/{RECORDING_FILE}"
+        )
+        return f"recording: model replies are appended to {where}"
+    if scenario is None:
+        return None
+    source = offline.source_for(scenario)
+    if source is None:
+        return None
+    verb = "replaying" if source == recording_path(workspace, scenario) else "scripted by"
+    return f"offline: {verb} {_shown(source, workspace)}"

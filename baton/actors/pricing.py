@@ -1,0 +1,135 @@
+"""What model calls cost: list prices in USD per million tokens, per model.
+
+The table and where each figure comes from are in docs/models.md, "Prices". Every figure is
+an estimate from published list prices (no batch or volume discount, no tax): the bill is
+what Anthropic charges. A price the project does not know is `None`, never a guess, and a
+cost that needs it is `None` too (shown as "—").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from baton.context.prompt_cache import CacheTTL
+from baton.context.usage import Usage
+
+PER_TOKENS = 1_000_000
+"""Prices are per this many tokens."""
+
+# Where a model's row does not state its cache-write prices, they follow from its input
+# price as Anthropic sets them: a 5-minute write costs 1.25x input, a 1-hour write 2x.
+CACHE_WRITE_5M = 1.25
+CACHE_WRITE_1H = 2.0
+
+_DATED = re.compile(r"-\d{8}$")  # `claude-opus-4-5-20251101` is priced as `claude-opus-4-5`
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """USD per million tokens of each kind; `None` where no price is known."""
+
+    input: float | None
+    output: float | None
+    cache_write_5m: float | None
+    cache_write_1h: float | None
+    cache_read: float | None
+
+    @classmethod
+    def listed(
+        cls,
+        input: float,
+        output: float,
+        *,
+        cache_read: float | None = None,
+        cache_write_5m: float | None = None,
+        cache_write_1h: float | None = None,
+    ) -> ModelPrice:
+        """A published price; cache writes not given follow from `input` (see above)."""
+        return cls(
+            input=input,
+            output=output,
+            cache_write_5m=input * CACHE_WRITE_5M if cache_write_5m is None else cache_write_5m,
+            cache_write_1h=input * CACHE_WRITE_1H if cache_write_1h is None else cache_write_1h,
+            cache_read=cache_read,
+        )
+
+    @property
+    def known(self) -> bool:
+        """Whether every kind of token has a price."""
+        return None not in (
+            self.input,
+            self.output,
+            self.cache_write_5m,
+            self.cache_write_1h,
+            self.cache_read,
+        )
+
+
+UNKNOWN = ModelPrice(None, None, None, None, None)
+FREE = ModelPrice(0.0, 0.0, 0.0, 0.0, 0.0)
+
+PRICES: Mapping[str, ModelPrice] = MappingProxyType(
+    {
+        # November 2026 list prices (docs/models.md, "Prices").
+        "claude-opus-5-5": ModelPrice.listed(4.0, 20.0, cache_read=0.20),
+        "claude-sonnet-5-5": ModelPrice.listed(
+            2.0, 10.0, cache_write_5m=2.50, cache_write_1h=4.0, cache_read=0.20
+        ),
+        # Fable 5.1's cache-read price is not published here: costs with cache reads are "—".
+        "claude-fable-5-1": ModelPrice.listed(10.0, 50.0),
+        # Known models whose prices baton does not state: their costs are "—".
+        "claude-haiku-5-5": UNKNOWN,
+        "claude-mythos-5-1": UNKNOWN,
+        "claude-opus-5": UNKNOWN,
+        "claude-sonnet-5": UNKNOWN,
+        "claude-opus-4-5": UNKNOWN,
+        "claude-sonnet-4-5": UNKNOWN,
+        "claude-haiku-4-5": UNKNOWN,
+        "claude-opus-4-1": UNKNOWN,
+        "claude-opus-4-0": UNKNOWN,
+        "claude-sonnet-4-0": UNKNOWN,
+        # The offline scripted model calls no API: it costs nothing.
+        "offline-scripted": FREE,
+        # Nor does a replay of a recording (docs/recordings.md).
+        "offline-replay": FREE,
+    }
+)
+"""USD per million tokens, by model id."""
+
+
+def price_for(model: str, prices: Mapping[str, ModelPrice] = PRICES) -> ModelPrice:
+    """The price row of `model` (a dated id takes its model's row); `UNKNOWN` if none."""
+    return prices.get(model) or prices.get(_DATED.sub("", model)) or UNKNOWN
+
+
+def cost_usd(
+    model: str,
+    usage: Usage,
+    *,
+    cache_ttl: CacheTTL = "5m",
+    prices: Mapping[str, ModelPrice] = PRICES,
+) -> float | None:
+    """The estimated cost in USD of `usage` on `model`; None if a price it needs is unknown.
+
+    Cache writes are priced at `cache_ttl`'s rate: baton's own breakpoints name no `ttl`, so
+    they live 5 minutes (docs/context.md, "Prompt-cache breakpoints"), and the token log
+    does not split writes by lifetime.
+    """
+    price = price_for(model, prices)
+    write = price.cache_write_5m if cache_ttl == "5m" else price.cache_write_1h
+    total = 0.0
+    for tokens, rate in (
+        (usage.input_tokens, price.input),
+        (usage.cache_creation_input_tokens, write),
+        (usage.cache_read_input_tokens, price.cache_read),
+        (usage.output_tokens, price.output),
+    ):
+        if tokens == 0:
+            continue  # a kind of token not used needs no price
+        if rate is None:
+            return None
+        total += tokens * rate / PER_TOKENS
+    return total

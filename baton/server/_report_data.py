@@ -1,0 +1,321 @@
+"""What `baton report` shows, gathered from token-log records (README.md, "Token report").
+
+The records are those of docs/token-log.md, "Fields": each `model.call` becomes a point on
+its actor's lane (context size against threshold and window) and a row of the cost table;
+each `context.compacted` a marker; each `handoff.sent` an event between two lanes. The
+x position of everything is its rank in time among the kept records, so a burst of calls and
+a long pause take the same room per record and every lane shares one axis.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baton.actors.agent_config import DEFAULT_AGENTS
+from baton.actors.messages import RUN_SEPARATOR, SCHEDULER, scenario_of
+from baton.actors.pricing import cost_usd
+from baton.context.usage import Usage
+from baton.errors import CommandLineError, UsageError
+from baton.server._tail_filters import TailFilter, log_files
+
+APPROVED = "init_to_execute"
+"""The Scheduler dispatches a design to Execute only once it is approved (by `baton approve`
+or by `--auto-approve`), so its `handoff.sent` of this type is where the approval shows."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallPoint:
+    """One `model.call` on its lane."""
+
+    x: int
+    context: int
+    threshold: int
+    window: int
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """One `context.compacted`: the context went from `before` to `after` tokens."""
+
+    x: int
+    ts: str
+    before: int
+    after: int
+    mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A handoff between two actors; `approval` when it is the dispatch of an approved design."""
+
+    x: int
+    ts: str
+    kind: str  # "handoff" | "approval"
+    handoff_type: str
+    source: str
+    target: str
+    package_tokens: int
+
+
+@dataclass(slots=True)
+class Lane:
+    """One actor's model calls and compactions, in time order."""
+
+    actor: str
+    points: list[CallPoint] = field(default_factory=list)
+    compactions: list[Compaction] = field(default_factory=list)
+
+    @property
+    def peak(self) -> int:
+        return max((point.context for point in self.points), default=0)
+
+
+@dataclass(slots=True)
+class UsageRow:
+    """The calls of one actor on one model: counts, token sums and estimated cost."""
+
+    actor: str
+    model: str
+    calls: int = 0
+    input_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def cost(self) -> float | None:
+        """Estimated USD from baton.actors.pricing; None when a price it needs is unknown."""
+        usage = Usage(
+            input_tokens=self.input_tokens,
+            cache_creation_input_tokens=self.cache_write_tokens,
+            cache_read_input_tokens=self.cache_read_tokens,
+            output_tokens=self.output_tokens,
+        )
+        return cost_usd(self.model, usage)
+
+
+@dataclass(slots=True)
+class Report:
+    """Everything the page shows for one scope (a scenario, one run of it, or the whole log)."""
+
+    scope: str
+    lanes: list[Lane]
+    events: list[Event]
+    rows: list[UsageRow]
+    times: list[str]  # the `ts` of each record placed on the x axis, by x
+    skipped_lines: int = 0
+
+    @property
+    def length(self) -> int:
+        """How many records are placed on the x axis."""
+        return len(self.times)
+
+    @property
+    def total_cost(self) -> tuple[float, bool]:
+        """The sum of the known costs, and whether every row's cost is known."""
+        costs = [row.cost for row in self.rows]
+        return sum(cost for cost in costs if cost is not None), None not in costs
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+SHOWN = frozenset({"model.call", "context.compacted", "handoff.sent"})
+"""The events the page draws; the others are counted but not kept."""
+
+
+@dataclass(slots=True)
+class LogRead:
+    """The records `baton report` uses, and what else the files held."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    other_records: int = 0  # records of events the page does not draw
+    skipped_lines: int = 0  # lines that are not a JSON object
+
+
+def read_records(path: Path) -> LogRead:
+    """The drawn records of the token log at `path`, rotated files first (oldest first),
+    read a line at a time so that a log of many rotated files is never held whole."""
+    read = LogRead()
+    for file in log_files(path, rotated=True):
+        try:
+            handle = file.open("rb")
+        except FileNotFoundError:
+            continue
+        with handle:
+            # A binary file splits on b"\n" only, as the writer does: a record may hold U+2028.
+            for raw in handle:
+                if not raw.strip():
+                    continue
+                try:
+                    record = json.loads(raw)
+                except ValueError:
+                    record = None
+                if not isinstance(record, dict):
+                    # A process killed mid-write leaves a torn line.
+                    read.skipped_lines += 1
+                elif record.get("event") in SHOWN:
+                    read.records.append(record)
+                else:
+                    read.other_records += 1
+    return read
+
+
+def known_scenarios(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The scenarios the records belong to, and each run after the first (`NAME@2`)."""
+    names: set[str] = set()
+    for record in records:
+        scenario, conversation = record.get("scenario"), record.get("conversation")
+        if isinstance(scenario, str):
+            names.add(scenario)
+            if isinstance(conversation, str) and scenario_of(conversation) == scenario:
+                names.add(conversation)
+    return sorted(names)
+
+
+def _int(record: Mapping[str, Any], key: str) -> int:
+    value = record.get(key)
+    # `type() is`, not isinstance: a bool is an int to Python, never a token count.
+    return value if type(value) is int else 0
+
+
+def _text(record: Mapping[str, Any], key: str) -> str:
+    value = record.get(key)
+    return value if type(value) is str else ""
+
+
+def select(records: Sequence[Mapping[str, Any]], scenario: str) -> list[Mapping[str, Any]]:
+    """The records of `scenario` (all its runs; `NAME@2`: that run only).
+
+    The Scheduler's own handoff lines carry no scenario; one belongs to the scenario when an
+    agent of it sent a package of the same type and size (the Scheduler passes the package
+    on unchanged, so its estimate is the same).
+    """
+    matcher = TailFilter(scenario=scenario)
+    kept: list[Mapping[str, Any]] = []
+    packages: set[tuple[str, int]] = set()
+    for record in records:
+        if matcher.matches(record):
+            kept.append(record)
+            if str(record.get("event", "")).startswith("handoff."):
+                packages.add((_text(record, "handoff_type"), _int(record, "package_tokens")))
+    for record in records:
+        if (
+            record.get("scenario") is None
+            and str(record.get("event", "")).startswith("handoff.")
+            and (_text(record, "handoff_type"), _int(record, "package_tokens")) in packages
+        ):
+            kept.append(record)
+    return kept
+
+
+# --- aggregating ---------------------------------------------------------------------------
+
+
+def _lane_order(actor: str) -> tuple[int, str]:
+    agents = list(DEFAULT_AGENTS)
+    if actor in agents:
+        return (agents.index(actor), actor)
+    return (len(agents) + (actor != SCHEDULER), actor)
+
+
+def build_report(records: Iterable[Mapping[str, Any]], scope: str, skipped: int = 0) -> Report:
+    """Lanes, events and the cost table of `records` (in any order; placed by `ts`)."""
+    shown = [
+        record
+        for record in records
+        if record.get("event") in SHOWN and isinstance(record.get("actor"), str)
+    ]
+    # A stable sort: records of the same instant keep the order they were written in.
+    shown.sort(key=lambda record: _text(record, "ts"))
+    lanes: dict[str, Lane] = {}
+    rows: dict[tuple[str, str], UsageRow] = {}
+    events: list[Event] = []
+
+    def lane(actor: str) -> Lane:
+        return lanes.get(actor) or lanes.setdefault(actor, Lane(actor))
+
+    for x, record in enumerate(shown):
+        actor = str(record["actor"])
+        event = record["event"]
+        if event == "model.call":
+            lane(actor).points.append(
+                CallPoint(
+                    x,
+                    _int(record, "context_tokens"),
+                    _int(record, "compact_threshold"),
+                    _int(record, "context_window"),
+                )
+            )
+            model = _text(record, "model") or "?"
+            row = rows.get((actor, model))
+            if row is None:
+                row = rows[(actor, model)] = UsageRow(actor, model)
+            row.calls += 1
+            row.input_tokens += _int(record, "input_tokens")
+            row.cache_write_tokens += _int(record, "cache_creation_input_tokens")
+            row.cache_read_tokens += _int(record, "cache_read_input_tokens")
+            row.output_tokens += _int(record, "output_tokens")
+        elif event == "context.compacted":
+            lane(actor).compactions.append(
+                Compaction(
+                    x,
+                    _text(record, "ts"),
+                    _int(record, "tokens_before"),
+                    _int(record, "tokens_after"),
+                    _text(record, "mode"),
+                )
+            )
+        else:
+            source, target = _text(record, "from") or actor, _text(record, "to")
+            handoff_type = _text(record, "handoff_type")
+            approval = source == SCHEDULER and handoff_type == APPROVED
+            events.append(
+                Event(
+                    x,
+                    _text(record, "ts"),
+                    "approval" if approval else "handoff",
+                    handoff_type,
+                    source,
+                    target,
+                    _int(record, "package_tokens"),
+                )
+            )
+            lane(source)
+            if target:
+                lane(target)
+    return Report(
+        scope=scope,
+        lanes=sorted(lanes.values(), key=lambda found: _lane_order(found.actor)),
+        events=events,
+        rows=sorted(rows.values(), key=lambda row: (_lane_order(row.actor), row.model)),
+        times=[_text(record, "ts") for record in shown],
+        skipped_lines=skipped,
+    )
+
+
+def load_report(log: Path, scenario: str | None) -> Report:
+    """The report of the token log at `log` (rotated files included) for `scenario`, or for
+    the whole log; `UsageError` for a missing or empty log, `CommandLineError` for a
+    scenario the log does not know."""
+    read = read_records(log)
+    records, skipped = read.records, read.skipped_lines
+    if not records:
+        what = "no model calls, compactions or handoffs" if read.other_records else "no records"
+        raise UsageError(
+            f"{what} in the token log at {log} — run `baton run` in this workspace first"
+        )
+    if scenario is None:
+        return build_report(records, "all", skipped)
+    known = known_scenarios(records)
+    if scenario not in known:
+        what = "run" if RUN_SEPARATOR in scenario else "scenario"
+        raise CommandLineError(
+            f"unknown {what} {scenario!r} — known: {', '.join(known) or 'none'} (the "
+            "scenarios in the token log)"
+        )
+    return build_report(select(records, scenario), scenario, skipped)

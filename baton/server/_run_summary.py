@@ -1,0 +1,263 @@
+"""The end-of-run summary of `baton run` (README.md, "What `baton run` shows"), and the
+tally it and the live view are folded from: token-log records, one at a time.
+
+Costs are estimates from list prices (`baton.actors.pricing`; docs/models.md, "Prices"); a
+model without a known price shows "—" with a footnote and is left out of the total.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baton.actors.messages import SCHEDULER, ScenarioState
+from baton.actors.pricing import cost_usd
+from baton.context.usage import Usage
+from baton.runtime.logging import PROCESS_LOG
+from baton.runtime.token_log import TOKEN_LOG
+
+NO_SCENARIO = "(no scenario)"
+
+
+@dataclass(slots=True)
+class ModelTally:
+    """One model's calls and tokens in this run."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    output_tokens: int = 0
+
+    def usage(self) -> Usage:
+        """The four counts, as the pricing takes them."""
+        return Usage(
+            input_tokens=self.input_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens,
+            output_tokens=self.output_tokens,
+        )
+
+    def cost(self, model: str) -> float | None:
+        """Estimated USD (docs/models.md, "Prices"); None when a price it needs is unknown."""
+        return cost_usd(model, self.usage())
+
+
+@dataclass(slots=True)
+class AgentProgress:
+    """Where one agent (an actor in one scenario) stands, from its latest records."""
+
+    actor: str
+    scenario: str
+    model: str = ""
+    turn: int = 0
+    last_tool: str | None = None
+    input_tokens: int = 0  # uncached input and cache writes: tokens the model read afresh
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    context_tokens: int = 0
+    compact_threshold: int = 0
+    compactions: int = 0
+    seen: int = 0  # the record number of its latest record: who is working now
+
+
+@dataclass(slots=True)
+class RunTally:
+    """Everything the view and the summary show, folded from token-log records."""
+
+    models: dict[str, ModelTally] = field(default_factory=dict)
+    agents: dict[tuple[str, str], AgentProgress] = field(default_factory=dict)
+    compactions: int = 0
+    handoffs: int = 0
+    restarts: int = 0
+    dead_letters: int = 0
+    records: int = 0
+
+    def add(self, record: Mapping[str, Any]) -> str | None:
+        """Fold in one record; a plain progress line when it is worth one, else None."""
+        self.records += 1
+        event = record.get("event")
+        actor = str(record.get("actor") or "-")
+        scenario = str(record.get("scenario") or NO_SCENARIO)
+        if event == "model.call":
+            self._model_call(record, self._agent(actor, scenario))
+            return None
+        if event == "context.compacted":
+            self.compactions += 1
+            self._agent(actor, scenario).compactions += 1
+            return (
+                f"{scenario}: {actor} compacted its context "
+                f"{_n(record.get('tokens_before'))} -> {_n(record.get('tokens_after'))} tokens"
+            )
+        if event == "handoff.sent":
+            sender = str(record.get("from") or actor)
+            if sender == SCHEDULER:
+                return None  # the scheduler passing an agent's handoff on: counted once
+            self.handoffs += 1
+            return f"{scenario}: {sender} handed off ({record.get('handoff_type', '?')})"
+        if event == "actor.restarted":
+            self.restarts += 1
+            return f"{actor} restarted ({record.get('reason', '?')})"
+        if event == "message.dead_lettered":
+            self.dead_letters += 1
+            return (
+                f"{actor}: a {record.get('message_type', '?')} message was dead-lettered "
+                f"({record.get('reason', '?')})"
+            )
+        return None
+
+    def _agent(self, actor: str, scenario: str) -> AgentProgress:
+        agent = self.agents.get((scenario, actor))
+        if agent is None:
+            agent = self.agents[(scenario, actor)] = AgentProgress(actor, scenario)
+        agent.seen = self.records
+        return agent
+
+    def _model_call(self, record: Mapping[str, Any], agent: AgentProgress) -> None:
+        model = str(record.get("model") or "?")
+        fresh = _int(record, "input_tokens")
+        written = _int(record, "cache_creation_input_tokens")
+        read = _int(record, "cache_read_input_tokens")
+        output = _int(record, "output_tokens")
+        tally = self.models.setdefault(model, ModelTally())
+        tally.calls += 1
+        tally.input_tokens += fresh
+        tally.cache_creation_input_tokens += written
+        tally.cache_read_input_tokens += read
+        tally.output_tokens += output
+        agent.model = model
+        agent.turn = _int(record, "turn")
+        tools = record.get("tools") or []
+        if tools:
+            agent.last_tool = str(tools[-1])
+        agent.input_tokens += fresh + written
+        agent.cached_tokens += read
+        agent.output_tokens += output
+        agent.context_tokens = _int(record, "context_tokens")
+        agent.compact_threshold = _int(record, "compact_threshold")
+
+    @property
+    def calls(self) -> int:
+        """Model calls of every model."""
+        return sum(tally.calls for tally in self.models.values())
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def counts_line(tally: RunTally) -> str:
+    """`90 model calls · 4 compactions · 4 handoffs`."""
+    return (
+        f"{_plural(tally.calls, 'model call')} · {_plural(tally.compactions, 'compaction')} · "
+        f"{_plural(tally.handoffs, 'handoff')}"
+    )
+
+
+def _int(record: Mapping[str, Any], key: str) -> int:
+    value = record.get(key)
+    return value if isinstance(value, int) else 0
+
+
+def _n(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _usd(cost: float) -> str:
+    return f"${cost:,.2f}"
+
+
+def summary_lines(
+    tally: RunTally,
+    states: Iterable[ScenarioState] = (),
+    *,
+    workspace: Path = Path(),
+) -> list[str]:
+    """The end-of-run summary: calls and tokens per model, estimated cost, what was written."""
+    lines = [f"baton: summary · {counts_line(tally)}"]
+    if tally.restarts or tally.dead_letters:
+        lines.append(f"  {tally.restarts} restarts · {tally.dead_letters} dead letters")
+    header = ("model", "calls", "input", "cache write", "cache read", "output", "cost")
+    rows: list[tuple[str, ...]] = []
+    total = ModelTally()
+    known_cost = 0.0
+    unpriced: list[str] = []
+    for model, counts in sorted(tally.models.items()):
+        cost = counts.cost(model)
+        if cost is None:
+            unpriced.append(model)
+        else:
+            known_cost += cost
+        rows.append(
+            (
+                model,
+                _n(counts.calls),
+                _n(counts.input_tokens),
+                _n(counts.cache_creation_input_tokens),
+                _n(counts.cache_read_input_tokens),
+                _n(counts.output_tokens),
+                "—*" if cost is None else _usd(cost),
+            )
+        )
+        total.calls += counts.calls
+        total.input_tokens += counts.input_tokens
+        total.cache_creation_input_tokens += counts.cache_creation_input_tokens
+        total.cache_read_input_tokens += counts.cache_read_input_tokens
+        total.output_tokens += counts.output_tokens
+    if rows:
+        total_cost = _usd(known_cost) + ("*" if unpriced else "")
+        if unpriced and known_cost == 0.0 and len(unpriced) == len(rows):
+            total_cost = "—*"
+        rows.append(
+            (
+                "total",
+                _n(total.calls),
+                _n(total.input_tokens),
+                _n(total.cache_creation_input_tokens),
+                _n(total.cache_read_input_tokens),
+                _n(total.output_tokens),
+                total_cost,
+            )
+        )
+        widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+        for row in (header, *rows):
+            cells = [row[0].ljust(widths[0])]
+            cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+            lines.append("  " + "  ".join(cells).rstrip())
+        lines.append(
+            "  costs are estimates from list prices, cache writes at the 5-minute rate "
+            '(docs/models.md, "Prices")'
+        )
+        if unpriced:
+            lines.append(
+                f"  * no price known for {', '.join(unpriced)}: "
+                "the total counts only the models with a price"
+            )
+    else:
+        lines.append("  no model calls")
+    lines.extend(_artifact_lines(states, workspace))
+    lines.append(
+        f"  logs: {workspace / PROCESS_LOG} · token log {workspace / TOKEN_LOG} "
+        "(`baton tail` reads it)"
+    )
+    return lines
+
+
+def _artifact_lines(states: Iterable[ScenarioState], workspace: Path) -> list[str]:
+    lines: list[str] = []
+    for state in states:
+        lines.append(f"  {state.scenario}: {state.phase} (iteration {state.iteration})")
+        if state.last_report is None:
+            continue
+        report = workspace / state.last_report
+        outputs = report.parent.parent
+        iterations = sorted(
+            (path for path in outputs.glob("iteration_*") if path.is_dir()),
+            key=lambda path: (len(path.name), path.name),
+        )
+        if iterations:
+            lines.append(f"    iteration outputs: {', '.join(f'{path}/' for path in iterations)}")
+        lines.append(f"    last report: {report}")
+    return lines

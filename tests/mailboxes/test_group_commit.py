@@ -1,0 +1,196 @@
+"""Group commit: concurrent operations share a transaction, each still committed before its
+caller goes on, and one failing operation undoes only itself."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+import anyio
+from anyio import wait_all_tasks_blocked
+from pydantic import BaseModel
+
+from baton.mailboxes import Envelope
+from baton.mailboxes._group_commit import GroupCommit
+from baton.mailboxes.codec import EnvelopeCodec
+from baton.mailboxes.sqlite import SqliteMailbox, SqliteStore
+
+
+class Ping(BaseModel):
+    n: int
+
+
+CODEC = EnvelopeCodec({"Ping": Ping})
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER PRIMARY KEY)")
+    return db
+
+
+def _stored(path: Path) -> set[int]:
+    """What another connection (another process) sees committed."""
+    other = sqlite3.connect(path)
+    try:
+        return {row[0] for row in other.execute("SELECT n FROM t")}
+    finally:
+        other.close()
+
+
+async def test_concurrent_sends_share_transactions_and_each_is_committed_on_return(
+    tmp_path: Path,
+) -> None:
+    """16 senders at once take fewer transactions than messages, and every send has its
+    envelope committed (seen by another connection) by the time it returns."""
+    path = tmp_path / "m.sqlite3"
+    store = await SqliteStore.open(path)
+    box = SqliteMailbox("box", store, CODEC, capacity=64)
+    unseen: list[int] = []
+
+    async def send(n: int) -> None:
+        envelope = Envelope("box", Ping(n=n))
+        await box.send(envelope)
+        other = sqlite3.connect(path)
+        try:
+            row = other.execute("SELECT 1 FROM envelopes WHERE id = ?", (envelope.id,))
+            if row.fetchone() is None:
+                unseen.append(n)
+        finally:
+            other.close()
+
+    try:
+        before = store.batches
+        async with anyio.create_task_group() as group:
+            for n in range(16):
+                group.start_soon(send, n)
+        assert [] == unseen
+        assert store.batches - before < 16
+        received = [(await box.receive()).envelope.payload for _ in range(16)]
+        assert list(range(16)) == sorted(m.n for m in received if isinstance(m, Ping))
+    finally:
+        await store.close()
+
+
+async def test_a_failing_operation_undoes_only_itself(tmp_path: Path) -> None:
+    """In one batch, an operation that raises gets its error; the others are committed."""
+    path = tmp_path / "g.sqlite3"
+    db = _connect(path)
+    group = GroupCommit(db)
+    outcomes: dict[int, object] = {}
+
+    def insert(n: int) -> int:
+        db.execute("INSERT INTO t (n) VALUES (?)", (n,))
+        if n == 2:
+            raise ValueError("the second statement of this operation failed")
+        return n
+
+    async def run(n: int) -> None:
+        try:
+            outcomes[n] = await group.run(insert, n)
+        except ValueError as exc:
+            outcomes[n] = str(exc)
+
+    async with anyio.create_task_group() as tasks:
+        for n in range(1, 5):
+            tasks.start_soon(run, n)
+    assert {
+        1: 1,
+        2: "the second statement of this operation failed",
+        3: 3,
+        4: 4,
+    } == outcomes
+    assert {1, 3, 4} == _stored(path)
+    db.close()
+
+
+async def test_work_after_commit_runs_only_for_committed_operations(tmp_path: Path) -> None:
+    """`on_commit` actions of a failed operation are dropped; the batch hook runs once."""
+    db = _connect(tmp_path / "h.sqlite3")
+    batches: list[int] = []
+    committed: list[int] = []
+    group = GroupCommit(db, after_commit=lambda: batches.append(len(committed)))
+
+    def insert(n: int) -> None:
+        group.on_commit(lambda: committed.append(n))
+        db.execute("INSERT INTO t (n) VALUES (?)", (n,))  # n = 7 twice: a constraint error
+
+    async def run(n: int) -> None:
+        with contextlib.suppress(sqlite3.IntegrityError):
+            await group.run(insert, n)
+
+    await group.run(insert, 7)
+    async with anyio.create_task_group() as tasks:
+        for n in (7, 8, 9):
+            tasks.start_soon(run, n)
+    assert [7, 8, 9] == sorted(committed)
+    assert 3 == batches[-1]
+    db.close()
+
+
+async def test_a_call_cancelled_before_its_batch_never_runs(tmp_path: Path) -> None:
+    """An operation still queued when its caller is cancelled is taken out of the queue."""
+    path = tmp_path / "c.sqlite3"
+    db = _connect(path)
+    group = GroupCommit(db)
+    started = anyio.Event()
+    release = anyio.Event()
+    token = anyio.lowlevel.current_token()
+
+    def slow() -> None:
+        anyio.from_thread.run_sync(started.set, token=token)
+        anyio.from_thread.run(release.wait, token=token)
+
+    def insert(n: int) -> None:
+        db.execute("INSERT INTO t (n) VALUES (?)", (n,))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(group.run, slow)
+        await started.wait()
+        with anyio.CancelScope() as scope:
+            tasks.start_soon(_cancel_when_blocked, scope)
+            await group.run(insert, 1)
+        assert scope.cancelled_caught
+        release.set()
+    await group.run(insert, 2)
+    assert {2} == _stored(path)
+    db.close()
+
+
+async def _cancel_when_blocked(scope: anyio.CancelScope) -> None:
+    await wait_all_tasks_blocked()
+    scope.cancel()
+
+
+async def test_a_full_database_fails_the_batch_and_the_mark_stays_true(tmp_path: Path) -> None:
+    """When the database has no room, every send of the batch fails and the mark file's
+    counters still match the database's (nothing counted that was not committed)."""
+    path = tmp_path / "f.sqlite3"
+    store = await SqliteStore.open(path)
+    box = SqliteMailbox("box", store, CODEC, capacity=4096)
+    failures: list[str] = []
+
+    async def send(n: int) -> None:
+        try:
+            await box.send(Envelope("box", Ping(n=n)))
+        except Exception as exc:  # noqa: BLE001 - the test counts what each caller got
+            failures.append(type(exc).__name__)
+
+    try:
+        pages = await store.run(lambda: store._db.execute("PRAGMA page_count").fetchone()[0])
+        await store.run(lambda: store._db.execute(f"PRAGMA max_page_count = {pages + 2}"))
+        async with anyio.create_task_group() as group:
+            for n in range(400):
+                group.start_soon(send, n)
+        assert failures
+        assert {"DiskFullFailure"} == set(failures)
+        stored = await store.run(
+            lambda: store._db.execute("SELECT stored FROM marks").fetchone()[0]
+        )
+        marked = int(path.with_suffix(".mark").read_text().split()[3])
+        assert stored == marked
+        assert 400 - len(failures) == stored
+    finally:
+        await store.close()
