@@ -209,6 +209,22 @@ class SummaryFailure(RuntimeFailure):
     """Raised when a compaction summary could not be produced or did not validate."""
 
 
+class CompactionIneffectiveFailure(RuntimeFailure):
+    """Raised when an agent's context is about to overflow its window and compacting no
+    longer frees enough to help (docs/context.md, "Ineffective compactions")."""
+
+    def __init__(self, actor: str, tokens: int, window: int, freed: list[int], floor: int) -> None:
+        self.actor = actor
+        self.tokens = tokens
+        self.window = window
+        super().__init__(
+            f"{actor}: the context ({tokens} tokens) is about to overflow its {window}-token "
+            f"window, and the last compactions freed only {', '.join(map(str, freed))} tokens "
+            f"(under min_compaction_gain's {floor}); lower keep_recent_steps or "
+            f"truncate_over_chars, raise compact_threshold, or start a new conversation"
+        )
+
+
 class JournalCorruptError(RuntimeFailure):
     """Raised when a journal line other than the last is damaged (a torn last line is fine)."""
 
@@ -280,6 +296,38 @@ class StateFileError(UsageError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{path} {problem} — {fix}")
+
+
+class MemoryInputError(UsageError):
+    """Raised when something asked of long-term memory is malformed: empty or oversized
+    content, a bad tag, a limit below one (docs/memory.md)."""
+
+
+class UnknownMemoryError(UsageError):
+    """Raised when a long-term memory entry is asked for by an id the store does not hold."""
+
+    def __init__(self, entry_id: str) -> None:
+        self.entry_id = entry_id
+        super().__init__(
+            f"no memory entry with id {entry_id!r} — `baton memory list` shows the ids"
+        )
+
+
+class MemoryFileError(StateFileError):
+    """Raised when the long-term memory store's file is damaged beyond what baton repairs
+    by itself (docs/memory.md, "Files")."""
+
+
+class MissingExtraError(UsageError):
+    """Raised when a feature needs an optional dependency that is not installed."""
+
+    def __init__(self, feature: str, package: str, extra: str) -> None:
+        self.feature = feature
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the optional package {package!r}: pip install 'baton[{extra}]'"
+        )
 
 
 class InvalidPackageError(UsageError):
@@ -425,6 +473,18 @@ class InvalidScenarioNameError(UsageError, ValueError):
     folder and state files); a `ValueError` too, so pydantic reports it as a field error."""
 
 
+class ScenarioExistsError(UsageError):
+    """Raised when `baton new` is asked for a scenario whose folder already exists: it never
+    writes over a user's files."""
+
+    def __init__(self, scenario: str, path: object) -> None:
+        self.scenario = scenario
+        self.path = str(path)
+        super().__init__(
+            f"{path} already exists — edit it, or choose another name for the new scenario"
+        )
+
+
 class UnknownScenarioError(UsageError):
     """Raised when the scheduler knows no scenario by the requested name."""
 
@@ -505,3 +565,19 @@ class RemoteFailure(RuntimeFailure):
     def __init__(self, message: str, remote_type: str = "Exception") -> None:
         self.remote_type = remote_type
         super().__init__(message)
+
+
+class SpendCapReachedFailure(RuntimeFailure):
+    """Raised when a scenario has spent its cap (`max_cost_usd`, README.md "Configuration")
+    and a model call of it is about to be made: the call is not made, the round is left
+    open in its journal, and the scenario stops until the cap is raised."""
+
+    def __init__(self, scenario: str, spent: float, cap: float) -> None:
+        self.scenario = scenario
+        self.spent = spent
+        self.cap = cap
+        super().__init__(
+            f"budget: spent ${spent:.4f} of the ${cap:.4f} cap — raise max_cost_usd in "
+            f"scenarios/{scenario}/scenario.toml ([scenario] in baton.toml for the default), "
+            f"then `baton submit {scenario}` to continue"
+        )

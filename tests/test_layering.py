@@ -28,6 +28,14 @@ FORBIDDEN = {
     ),
     "actors": ("baton.server", "baton.testing"),
     "server": ("baton.testing",),
+    # Long-term memory stands beside context: agents use it, it uses no runtime piece.
+    "memory": (
+        "baton.actors",
+        "baton.runtime",
+        "baton.mailboxes",
+        "baton.server",
+        "baton.testing",
+    ),
 }
 
 

@@ -13,6 +13,7 @@ PACKAGES = [
     "baton.mailboxes",
     "baton.context",
     "baton.actors.tools",
+    "baton.memory",
 ]
 
 

@@ -13,6 +13,7 @@ import structlog
 from baton.actors.journal import JournalStore
 from baton.actors.messages import scenario_of
 from baton.actors.model import ModelResponse
+from baton.actors.telemetry import NO_TRACE, RoundTrace
 from baton.context.conversation import MAIN_CONVERSATION, Conversation
 from baton.context.records import (
     RECORD_TYPES,
@@ -59,6 +60,8 @@ class ConversationState:
     # Records of the journal this state reflects: fewer than the journal holds means another
     # process (a worker sharing the journal) went on with the conversation since.
     journal_length: int = 0
+    # The open round's spans (baton.actors.telemetry): each round's own, passed down with it.
+    trace: RoundTrace = NO_TRACE
 
     @property
     def scenario(self) -> str | None:

@@ -4,9 +4,15 @@
 (the Scheduler's work order) runs a round of the scenario's conversation; on start the actor
 sends itself a `ResumeRound` for each round a crash left unfinished. The loop itself, with
 its model, tools, budget and journal, is `AgentLoop`.
+
+The actor is keyed by conversation: it works on up to `max_concurrent_keys` conversations
+(scenario runs) at once, each one's rounds one at a time, in order (docs/architecture.md,
+"Keyed actors").
 """
 
 from __future__ import annotations
+
+from collections.abc import Hashable
 
 import structlog
 from pydantic import BaseModel, ConfigDict
@@ -15,8 +21,8 @@ from baton.actors._agent_state import MAIN
 from baton.actors.agent_loop import AgentLoop, answered_before
 from baton.actors.agent_setup import AgentSetup
 from baton.actors.ledger_facts import dispatch_facts
-from baton.actors.messages import Dispatch, Prompt, WorkRefused
-from baton.errors import UsageError
+from baton.actors.messages import Dispatch, Prompt, SpendCapReached, WorkRefused
+from baton.errors import ActorDeadError, SpendCapReachedFailure, UsageError
 from baton.runtime.actor import Actor, handler
 
 log = structlog.get_logger(__name__)
@@ -45,6 +51,15 @@ class AgentActor(Actor):
     def __init__(self, setup: AgentSetup) -> None:
         self.setup = setup
         self.loop = AgentLoop(setup, self)
+        self.actor_max_concurrent_keys = setup.config.max_concurrent_keys
+
+    def actor_key(self, message: object) -> Hashable | None:
+        """The conversation the message opens or continues a round of."""
+        if isinstance(message, Dispatch):
+            return message.conversation_id
+        if isinstance(message, ResumeRound):
+            return message.conversation
+        return MAIN
 
     async def on_start(self) -> None:
         for conversation in await self.loop.start():
@@ -85,8 +100,33 @@ class AgentActor(Actor):
             except UsageError as error:
                 await self._refused(message, error)
                 raise
+            except SpendCapReachedFailure as reached:
+                await self._cap_reached(conversation, reached, message.dispatch_id)
+                return ""
             await self.loop.report_round_end(conversation, text, message.dispatch_id)
             return text
+
+    async def _cap_reached(
+        self, conversation: str, reached: SpendCapReachedFailure, dispatch_id: str | None
+    ) -> None:
+        """The round stopped before a call its run cannot pay for: handled, not a failure
+        (nothing to retry or dead-letter); the Scheduler stops the scenario, and the same
+        work order, sent again once the cap is raised, finishes the open round."""
+        log.warning("agent.spend_cap_reached", actor=self.actor_name, error=str(reached))
+        report = SpendCapReached(
+            scenario=reached.scenario,
+            conversation=conversation,
+            source=self.actor_name,
+            spent=reached.spent,
+            cap=reached.cap,
+            dispatch_id=dispatch_id,
+        )
+        try:
+            await self.actor_ref.peer(self.setup.handoff_to).tell(report, sender=self.actor_name)
+        except ActorDeadError:
+            # A round resumed on start, before the Scheduler runs: its saved state already
+            # says the run stopped at the cap (docs/handoffs.md, "Delivery and the Scheduler").
+            log.info("agent.spend_cap_unreported", actor=self.actor_name)
 
     async def _refused(self, message: Dispatch, error: UsageError) -> None:
         if message.dispatch_id is None:
@@ -109,7 +149,11 @@ class AgentActor(Actor):
         async with self.loop.owning(message.conversation) as state:
             if not state.conversation.awaiting_reply:
                 return ""
-            text = await self.loop.run_round(message.conversation, None)
+            try:
+                text = await self.loop.run_round(message.conversation, None)
+            except SpendCapReachedFailure as reached:
+                await self._cap_reached(message.conversation, reached, state.round_key)
+                return ""
             if message.conversation != MAIN:
                 await self.loop.report_round_end(message.conversation, text, None)
             return text

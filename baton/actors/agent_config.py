@@ -52,6 +52,12 @@ class AgentConfig(BudgetFields):
     load_budget_tokens: int = Field(40_000, ge=1)
     tool_timeout_s: float = Field(60.0, gt=0)
     max_concurrency: int = Field(4, ge=1)
+    max_concurrent_keys: int = Field(
+        4,
+        ge=1,
+        le=1024,
+        description="conversations (scenario runs) the agent works on at once",
+    )
     system_prompt: str | None = Field(
         None, description="workspace-relative path of a system prompt replacing the shipped one"
     )
@@ -59,6 +65,36 @@ class AgentConfig(BudgetFields):
         default_factory=list,
         description="regular expressions of ids to keep in the key-fact ledger (docs/context.md)",
     )
+    stride: int = Field(
+        1,
+        ge=1,
+        description="summarize, extract_state: steps the whole part may grow by before older "
+        'tool results are stripped in one batch (docs/context.md, "summarize")',
+    )
+    strip_batch_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="summarize: strip sooner, once the steps past the newest N hold more "
+        "than this many tokens",
+    )
+
+    min_compaction_gain: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="share of compact_threshold a compaction must free; after two in a row "
+        "that free less the agent stops compacting (docs/context.md)",
+    )
+
+    @property
+    def strategy_options(self) -> dict[str, Any]:
+        """The options `strategy` takes from this table; a strategy ignores the others, so the
+        built-in agents' defaults do not stop a table that picks another strategy."""
+        if self.strategy == "summarize":
+            return {"stride": self.stride, "strip_batch_tokens": self.strip_batch_tokens}
+        if self.strategy == "extract_state":
+            return {"stride": self.stride}
+        return {}
 
     @field_validator("system_prompt")
     @classmethod
@@ -72,11 +108,21 @@ class AgentConfig(BudgetFields):
 
 DEFAULT_AGENTS: dict[str, dict[str, Any]] = {
     # Opus always thinks; Execute thinks when it judges a step worth it; the Scheduler's
-    # one-line task summaries need none (docs/models.md).
-    "init": {"model": CURRENT_MODELS["opus"], "thinking": "adaptive", **DEFAULT_BUDGETS["init"]},
+    # one-line task summaries need none (docs/models.md). Init and Execute strip older tool
+    # results in batches, so the prompt cache holds between them (docs/context.md,
+    # "summarize"); the sizes are where bench/token_cost.py bills least.
+    "init": {
+        "model": CURRENT_MODELS["opus"],
+        "thinking": "adaptive",
+        "stride": 8,
+        "strip_batch_tokens": 30_000,
+        **DEFAULT_BUDGETS["init"],
+    },
     "execute": {
         "model": CURRENT_MODELS["sonnet"],
         "thinking": "adaptive",
+        "stride": 10,
+        "strip_batch_tokens": 40_000,
         **DEFAULT_BUDGETS["execute"],
     },
     "scheduler": {

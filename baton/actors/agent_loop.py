@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -30,13 +31,16 @@ import structlog
 from pydantic import BaseModel
 
 from baton.actors._agent_state import ConversationBook, ConversationState, load_state
+from baton.actors._compaction_report import CompactionReports
 from baton.actors.agent_setup import AgentSetup, ToolHooks
 from baton.actors.budget_overrides import apply_overrides
 from baton.actors.ledger_facts import DEFAULT_FACT_PATTERNS, package_facts
 from baton.actors.messages import HandoffDelivered, RoundEnded, RoundWaiting
 from baton.actors.model import CallContext, ModelResponse, Purpose, bind_call, model_call_fields
 from baton.actors.model_retry import until_available
+from baton.actors.pricing import PRICES
 from baton.actors.prompt_files import scenario_prompt
+from baton.actors.telemetry import NO_TRACE, round_trace
 from baton.actors.tools import Toolbox, scenario_scope
 from baton.actors.tools.handoff import HandoffTool
 from baton.actors.tools.load_budget import run_within_budget
@@ -56,6 +60,9 @@ from baton.errors import ContextOverflowError
 from baton.runtime.actor import Actor
 
 log = structlog.get_logger(__name__)
+
+# The conversation whose round the running task drives (the tools' hooks read it).
+_round_state: ContextVar[ConversationState | None] = ContextVar("baton_round", default=None)
 
 
 def _dump(model: BaseModel | None) -> dict[str, Any] | None:
@@ -81,7 +88,6 @@ class AgentLoop:
                 conversation, records, self._new_strategy, self.budget
             ),
         )
-        self._current: ConversationState | None = None
         self._last: ConversationState | None = None
         self._toolbox = (
             setup.tools(ToolHooks(self._deliver, self._register_paths))
@@ -91,6 +97,12 @@ class AgentLoop:
         self._specs = self._toolbox.specs()
         self._patterns = FactPatterns([*DEFAULT_FACT_PATTERNS, *setup.config.fact_patterns])
         self._handoff_tools = self._toolbox.names_of(HandoffTool)
+        self._compactions = CompactionReports(
+            actor=lambda: host.actor_name,
+            workspace=setup.workspace,
+            token_log=setup.token_log,
+            min_gain=setup.config.min_compaction_gain,
+        )
 
     @property
     def name(self) -> str:
@@ -208,7 +220,11 @@ class AgentLoop:
             structlog.contextvars.bound_contextvars(scenario=scenario, conversation=conversation),
             scenario_scope(scenario),  # Write writes under this scenario's folder only
         ):
-            self._current = self._last = state
+            self._last = state
+            # Per task: a keyed agent runs the rounds of several conversations at once, and
+            # the tools of each (handoff, paths) must reach their own round's state.
+            current = _round_state.set(state)
+            state.trace = round_trace(self.name, conversation, scenario)
             try:
                 if text is not None and (key is None or key not in state.round_keys):
                     if state.conversation.awaiting_reply:
@@ -227,8 +243,13 @@ class AgentLoop:
                     if answered_before(state, key):
                         return ""
                 return await self._drive(state)
+            except BaseException as error:
+                state.trace.fail(error)
+                raise
             finally:
-                self._current = None
+                _round_state.reset(current)
+                state.trace.end()
+                state.trace = NO_TRACE
 
     async def _drive(self, state: ConversationState) -> str:
         conversation = state.conversation
@@ -254,6 +275,7 @@ class AgentLoop:
                 response.tool_uses,
                 loaded=state.loaded_tokens,
                 budget=self.setup.config.load_budget_tokens,
+                observe=state.trace.tool,
             )
             record = conversation.append_step(
                 response.content,
@@ -354,8 +376,16 @@ class AgentLoop:
             turn=turn,
             purpose=purpose,
         )
-        with bind_call(context):
-            return await self.setup.model.create(payload)
+        spend = self.setup.spend
+        if spend is not None and state.scenario is not None and self._handoff_tools:
+            # A scenario round stops before a call its run can no longer pay for; the
+            # Scheduler's task summaries are not stopped here: the agent's next call is.
+            spend.check(state.id)
+        model = payload.get("model") or self.setup.model.name
+        with bind_call(context), state.trace.chat(model, purpose=purpose, turn=turn) as chat:
+            response = await self.setup.model.create(payload)
+            chat.record(response)
+            return response
 
     def _log_call(
         self, state: ConversationState, response: ModelResponse, *, turn: int, purpose: Purpose
@@ -363,12 +393,18 @@ class AgentLoop:
         """The `model.call` line, written once the reply is journaled: after a crash, a call
         with a line is never made again."""
         budget = state.budget or self.budget
-        self.setup.token_log.emit(
-            "model.call", **model_call_fields(response, budget, turn=turn, purpose=purpose)
-        )
+        spend = self.setup.spend
+        prices = spend.prices if spend is not None else PRICES
+        fields = model_call_fields(response, budget, turn=turn, purpose=purpose, prices=prices)
+        if spend is not None:
+            spend.add(state.id, fields["cost_usd"])
+        self.setup.token_log.emit("model.call", **fields)
 
     async def _compact_if_due(self, state: ConversationState) -> None:
-        if state.strategy.should_compact(state.conversation, state.budget or self.budget):
+        budget = state.budget or self.budget
+        if state.strategy.should_compact(
+            state.conversation, budget
+        ) and self._compactions.may_compact(state.conversation, budget):
             await self._compact(state)
 
     async def _compact(self, state: ConversationState) -> None:
@@ -388,9 +424,14 @@ class AgentLoop:
             self._log_call(state, response, turn=turn, purpose="compaction")
             return response.text
 
+        before = [entry.step for entry in state.conversation.entries]
         compaction = await state.strategy.compact(state.conversation, summarize)
         state.pending_summary = None
         await self.book.append(state, dump_record(compaction))
+        event = await self._compactions.compacted(
+            state.conversation, compaction, before, state.budget or self.budget
+        )
+        state.trace.compacted(event)
 
     async def set_budget(self, conversation: str, overrides: Mapping[str, Any]) -> None:
         """Give one conversation its own budget (a scenario's overrides), journaled; overrides
@@ -413,18 +454,21 @@ class AgentLoop:
         options: dict[str, Any] = {
             "summary_schema": summary_schema_for(self.setup.role),
             "on_event": self._on_context_event,
+            **self.setup.config.strategy_options,
             **self.setup.strategy_options,
         }
         return make_strategy(self.setup.config.strategy, budget or self.budget, **options)
 
     def _on_context_event(self, event: ContextEvent) -> None:
-        if event.event == "context.warning":
+        if event.event == "context.compacted":
+            self._compactions.hold(event)  # logged with its audit file, once written
+        elif event.event == "context.warning":
             log.warning(event.event, actor=self.name, **event.log_fields())
         else:
             self.setup.token_log.emit(event.event, **event.log_fields())
 
     async def _register_paths(self, paths: list[str]) -> None:
-        state = self._current
+        state = _round_state.get()
         if state is None:
             return
         record = state.conversation.register_paths(paths, source=self.name)
@@ -450,7 +494,7 @@ class AgentLoop:
             await self._register_paths(written)
 
     async def _deliver(self, package: ContextPackage) -> None:
-        state = self._current
+        state = _round_state.get()
         assert state is not None, "handoff tools only run inside a round"
         handoff = parse_package(package.model_dump(mode="json"))
         target = self.setup.handoff_to
@@ -475,10 +519,11 @@ class AgentLoop:
         )
         state.handed_off = True
         await self.book.append(state, {"type": "handoff", "handoff_id": handoff_id})
-        self.setup.token_log.emit(
-            "handoff.sent",
-            handoff_type=handoff.handoff_type,
-            **{"from": self.name},
-            to=target,
-            package_tokens=estimate_json_tokens(handoff.model_dump(mode="json")),
-        )
+        sent = {
+            "handoff_type": handoff.handoff_type,
+            "from": self.name,
+            "to": target,
+            "package_tokens": estimate_json_tokens(handoff.model_dump(mode="json")),
+        }
+        self.setup.token_log.emit("handoff.sent", **sent)
+        state.trace.handed_off(sent)

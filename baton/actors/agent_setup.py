@@ -15,6 +15,7 @@ from baton.actors.journal import JournalStore
 from baton.actors.messages import SCHEDULER
 from baton.actors.model import Model, Purpose
 from baton.actors.model_retry import ModelRetry
+from baton.actors.spend import SpendLedger
 from baton.actors.tools import Toolbox
 from baton.actors.tools.handoff import Deliver, RegisterPaths
 
@@ -46,3 +47,6 @@ class AgentSetup:
     # How a round waits out an unavailable model; None: the failure is raised (the Scheduler
     # falls back instead of waiting).
     model_retry: ModelRetry | None = field(default_factory=ModelRetry)
+    # Each scenario run's spend and cap, and the prices `cost_usd` is computed with; None:
+    # the package's prices and no cap (README.md, "Configuration", `max_cost_usd`).
+    spend: SpendLedger | None = None

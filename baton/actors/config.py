@@ -10,6 +10,10 @@ from typing import Any
 from pydantic import Field, ValidationError, model_validator
 
 from baton.actors.agent_config import DEFAULT_AGENTS, AgentConfig
+from baton.actors.memory_config import MemoryConfig
+from baton.actors.price_config import PriceOverride, ScenarioLimits, merged_prices
+from baton.actors.pricing import ModelPrice
+from baton.actors.telemetry import TelemetryConfig
 from baton.errors import ConfigError
 from baton.runtime.settings import CONFIG_FILE, KernelConfig, describe_errors, read_config
 
@@ -18,6 +22,17 @@ class BatonConfig(KernelConfig):
     """`baton.toml` with every agent's table checked (unknown keys name themselves)."""
 
     actors: dict[str, AgentConfig] = Field(default_factory=dict)
+    # `[memory]`: long-term memory (README.md, "Long-term memory"; docs/memory.md).
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)  # type: ignore[assignment]
+    prices: dict[str, PriceOverride] = Field(default_factory=dict)
+    scenario: ScenarioLimits = ScenarioLimits()  # type: ignore[assignment]
+    # `[telemetry]`: OpenTelemetry export (README.md, "Telemetry"; docs/telemetry.md).
+    telemetry: TelemetryConfig = TelemetryConfig()  # type: ignore[assignment]
+
+    @property
+    def price_table(self) -> Mapping[str, ModelPrice]:
+        """The package's prices with `[prices."<model-id>"]` merged over them."""
+        return merged_prices(self.prices)
 
     @model_validator(mode="before")
     @classmethod

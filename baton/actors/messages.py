@@ -3,8 +3,8 @@ model.
 
 `Prompt` and `Dispatch` go to agent actors; `StartScenario`, `Approve`, `Reject`,
 `ScenarioQuery` go to the Scheduler, and so do the agents' reports on their rounds
-(`HandoffDelivered`, `RoundEnded`, `RoundWaiting`, `WorkRefused`). Every scenario name in
-them follows one rule (`baton.actors.scenario_names`).
+(`HandoffDelivered`, `RoundEnded`, `RoundWaiting`, `WorkRefused`, `SpendCapReached`). Every
+scenario name in them follows one rule (`baton.actors.scenario_names`).
 """
 
 from __future__ import annotations
@@ -134,6 +134,19 @@ class WorkRefused(_Message):
     reason: str = Field(min_length=1)
 
 
+class SpendCapReached(_Message):
+    """An agent did not make a scenario round's next call: the run has spent its cap
+    (`max_cost_usd`). The round stays open in the agent's journal; the Scheduler stops the
+    scenario until it is submitted again with a higher cap."""
+
+    scenario: ScenarioName
+    conversation: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="the agent whose round stopped")
+    spent: float = Field(ge=0, description="USD the run has spent")
+    cap: float = Field(gt=0, description="the run's cap in USD")
+    dispatch_id: str | None = Field(None, description="the work order whose round stopped")
+
+
 class StartScenario(_Message):
     """Submit a scenario to the Scheduler; if it is already active, nothing new starts."""
 
@@ -181,6 +194,12 @@ class ScenarioState(BaseModel):
         "`waiting: init: API unreachable, retrying at 12:03:04`",
     )
     started: bool = Field(False, description="True when this request started it")
+    cost_usd: float | None = Field(
+        None,
+        description="estimated USD this run's model calls cost so far (the sum of their "
+        "`cost_usd`); null when a call's price is unknown",
+    )
+    max_cost_usd: float | None = Field(None, description="this run's spend cap; null: none")
 
 
 class ScenarioRefused(BaseModel):

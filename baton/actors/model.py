@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_che
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from baton.actors.pricing import PRICES, ModelPrice, cost_usd
 from baton.context.model_rules import ModelRules
 from baton.context.payload import ContentBlock, Payload, ToolUseBlock
 from baton.context.strategy import ContextBudget
@@ -210,9 +211,15 @@ class TokenCounter(Protocol):
 
 
 def model_call_fields(
-    response: ModelResponse, budget: ContextBudget, *, turn: int, purpose: Purpose
+    response: ModelResponse,
+    budget: ContextBudget,
+    *,
+    turn: int,
+    purpose: Purpose,
+    prices: Mapping[str, ModelPrice] = PRICES,
 ) -> dict[str, Any]:
-    """The fields of the `model.call` token-log line for `response` (docs/token-log.md)."""
+    """The fields of the `model.call` token-log line for `response` (docs/token-log.md);
+    `cost_usd` from `prices` (the package's, with baton.toml's `[prices]` merged over)."""
     usage = response.usage
     window = budget.context_window
     return {
@@ -232,4 +239,5 @@ def model_call_fields(
         "purpose": purpose,
         "thinking": str(budget.thinking),
         "effort": budget.effort,
+        "cost_usd": cost_usd(response.model, usage, prices=prices),
     }

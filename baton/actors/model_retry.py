@@ -10,8 +10,9 @@ The smallest honest design: the agent keeps the round where it is (the round and
 before the call are journaled, so nothing is lost if the process stops meanwhile), waits on
 this backoff, and calls again, for as long as it takes. It logs `agent.model_unavailable`
 with when it retries and tells the Scheduler, whose scenario state shows `waiting: ...,
-retrying at HH:MM:SS` with the phase unchanged, until a call succeeds. The actor handles
-nothing else meanwhile: every other message would need the same model.
+retrying at HH:MM:SS` with the phase unchanged, until a call succeeds. Only that round waits:
+the agent's other conversations go on (docs/architecture.md, "Keyed actors"), and a round of
+theirs that finds the model unavailable waits the same way.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import structlog
 from baton.actors.agent_config import AgentConfig
 from baton.actors.config import BatonConfig
 from baton.actors.journal import FileJournalStore, JournalStore
+from baton.actors.memory_config import pipeline_memory
 from baton.actors.messages import SCHEDULER, ScenarioState
 from baton.actors.model import Model
 from baton.actors.model_check import AgentModel, check_agent_models
@@ -30,6 +31,8 @@ from baton.actors.offline_model import OfflineModel
 from baton.actors.recording import RecordingModel
 from baton.actors.roles import EXECUTE, INIT, ExecuteActor, InitActor, agent_setup
 from baton.actors.scheduler import SchedulerActor
+from baton.actors.scheduler_memory import SchedulerMemory
+from baton.actors.spend import SpendLedger, load_spend
 from baton.context.strategy import ContextBudget
 from baton.errors import NoScenarioModelError, RecordingNeedsKeyError, UsageError
 from baton.runtime.runtime import Runtime
@@ -63,13 +66,21 @@ class Pipeline:
     models: dict[str, Model] = field(default_factory=dict)
     offline: OfflineModel | None = None
     warnings: list[str] = field(default_factory=list)
+    spend: SpendLedger | None = None  # each scenario run's spend and cap; prices
     _next_end: anyio.Event = field(default_factory=anyio.Event)
+    _ended: list[ScenarioState] = field(default_factory=list)
 
     def next_scenario_end(self) -> anyio.Event:
         """Set when the next scenario ends; take it *before* checking, so no end is missed."""
         return self._next_end
 
+    def take_ended(self) -> list[ScenarioState]:
+        """The scenarios that ended (completed, failed, stopped) since the last call."""
+        ended, self._ended = self._ended, []
+        return ended
+
     def _scenario_ended(self, state: ScenarioState) -> None:
+        self._ended.append(state)
         ended, self._next_end = self._next_end, anyio.Event()
         ended.set()
 
@@ -175,6 +186,9 @@ async def open_pipeline(
         ]
         # Before any agent starts: a retired model stops the process here, with one line.
         pipeline.warnings = await check_agent_models(agents)
+        pipeline.spend = spend = await load_spend(deployment, workspace, runtime.token_log.path)
+        # Closed after the agents stop (the exit stack unwinds after the `finally` below).
+        memory = await clients.enter_async_context(pipeline_memory(workspace, deployment.memory))
         spawned: list[str] = []
         try:
             for role, agent in zip(roles, agents, strict=True):
@@ -187,7 +201,10 @@ async def open_pipeline(
                     token_log=runtime.token_log,
                     context_reporter=runtime.context_providers,
                     write_paths=deployment.sandbox.write_paths,
+                    memory=memory,
+                    recall_limit=deployment.memory.recall_limit,
                 )
+                setup = dataclasses.replace(setup, spend=spend)
                 if model_retry is not None:
                     setup = dataclasses.replace(setup, model_retry=model_retry)
                 if role == SCHEDULER:
@@ -209,6 +226,9 @@ async def open_pipeline(
                         budgets=budgets,
                         on_warning=pipeline.warnings.append,
                         check_model=check_model,
+                        memory=None
+                        if memory is None
+                        else SchedulerMemory(memory, deployment.memory, runtime.token_log),
                     )
                 else:
                     await runtime.spawn(role, InitActor if role == INIT else ExecuteActor, setup)

@@ -35,6 +35,7 @@ from baton.actors.messages import (
     ScenarioQuery,
     ScenarioRefused,
     ScenarioState,
+    SpendCapReached,
     StartScenario,
     WorkRefused,
 )
@@ -55,7 +56,15 @@ SCHEDULER_TIMEOUT = 30.0
 STATUS_SCHEDULER_TIMEOUT = 5.0
 
 PIPELINE_PROTOCOL: frozenset[type[BaseModel]] = frozenset(
-    {Dispatch, ResumeRound, HandoffDelivered, RoundEnded, RoundWaiting, WorkRefused}
+    {
+        Dispatch,
+        ResumeRound,
+        HandoffDelivered,
+        RoundEnded,
+        RoundWaiting,
+        WorkRefused,
+        SpendCapReached,
+    }
 )
 """What the pipeline's actors send each other: work orders, and the agents' reports on their
 rounds. `tell`/`ask` take them (an operator may need to), but the OpenAPI document leaves

@@ -30,7 +30,9 @@ from baton.actors.tools import (
     handoff_to_execute,
     return_to_init,
 )
+from baton.actors.tools.memory import memory_tools
 from baton.errors import ConfigError
+from baton.memory import MemoryStore
 
 INIT = "init"
 EXECUTE = "execute"
@@ -60,10 +62,18 @@ def system_prompt(role: str, config: AgentConfig, workspace: Path | None) -> str
 
 
 def role_toolbox(
-    role: str, workspace: Path, config: AgentConfig, *, write_paths: Sequence[str] = ()
+    role: str,
+    workspace: Path,
+    config: AgentConfig,
+    *,
+    write_paths: Sequence[str] = (),
+    memory: MemoryStore | None = None,
+    recall_limit: int = 5,
 ) -> Callable[[ToolHooks], Toolbox]:
     """Builds the role's toolbox once the actor supplies its handoff hooks; `write_paths`
-    are `[sandbox] write_paths`, where Write may write besides the scenario's folder."""
+    are `[sandbox] write_paths`, where Write may write besides the scenario's folder. With a
+    `memory` store, Init and Execute also get Remember, Recall and Forget (README.md,
+    "Long-term memory")."""
     sandbox = Sandbox(workspace, write_paths=write_paths)
     handoffs = _HANDOFF_TOOLS.get(role, ())
 
@@ -73,6 +83,8 @@ def role_toolbox(
             make(sandbox, deliver=hooks.deliver, register_paths=hooks.register_paths)
             for make in handoffs
         ]
+        if memory is not None and role != SCHEDULER:
+            tools += memory_tools(memory, role, recall_limit=recall_limit)
         return Toolbox(tools, timeout=config.tool_timeout_s)
 
     return build
@@ -89,6 +101,8 @@ def agent_setup(
     handoff_to: str = SCHEDULER,
     context_reporter: ContextReporter | None = None,
     write_paths: Sequence[str] = (),
+    memory: MemoryStore | None = None,
+    recall_limit: int = 5,
 ) -> AgentSetup:
     """Everything an `AgentActor` of `role` needs, from its config and the workspace."""
     return AgentSetup(
@@ -98,7 +112,14 @@ def agent_setup(
         system_prompt=system_prompt(role, config, workspace),
         journal=journal,
         token_log=token_log,
-        tools=role_toolbox(role, workspace, config, write_paths=write_paths),
+        tools=role_toolbox(
+            role,
+            workspace,
+            config,
+            write_paths=write_paths,
+            memory=memory,
+            recall_limit=recall_limit,
+        ),
         handoff_to=handoff_to,
         workspace=workspace,
         context_reporter=context_reporter,

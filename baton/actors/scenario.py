@@ -24,6 +24,7 @@ from baton.actors.messages import (
     ScenarioState,
     scenario_conversation,
 )
+from baton.actors.price_config import ScenarioLimits
 from baton.actors.prompt_files import check_scenario_prompts
 from baton.actors.scenario_names import ScenarioName, check_scenario_name
 from baton.context.packages import HandoffPackage
@@ -70,6 +71,9 @@ class ScenarioConfig(BaseModel):
     policy: IterationPolicy = IterationPolicy()
     actors: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="per-agent context budget overrides for this scenario"
+    )
+    scenario: ScenarioLimits = Field(
+        ScenarioLimits(), description="[scenario]: max_cost_usd, the spend cap of each run"
     )
 
 
@@ -157,6 +161,9 @@ class ScenarioRecord(BaseModel):
     )
     history: list[dict[str, Any]] = Field(default_factory=list)
     findings: dict[str, Any] = Field(default_factory=dict)
+    resume_phase: ScenarioPhase | None = Field(
+        None, description="the phase a run stopped by its spend cap continues in"
+    )
     waiting: str | None = Field(
         None,
         exclude=True,

@@ -30,6 +30,7 @@ from baton.actors.messages import (
     ScenarioQuery,
     ScenarioRefused,
     ScenarioState,
+    SpendCapReached,
     StartScenario,
     WorkRefused,
 )
@@ -43,7 +44,8 @@ from baton.actors.scenario import (
     load_scenario,
     scenario_dir,
 )
-from baton.actors.scheduling_policy import decide
+from baton.actors.scheduler_memory import SchedulerMemory, iteration_finding
+from baton.actors.scheduling_policy import Decision, decide
 from baton.actors.work_orders import WorkOrders
 from baton.context.agent_context import AgentContext
 from baton.context.packages import (
@@ -53,7 +55,7 @@ from baton.context.packages import (
     ScenarioCompletion,
 )
 from baton.context.strategy import ContextBudget
-from baton.errors import RecordingDivergedError, UsageError
+from baton.errors import RecordingDivergedError, SpendCapReachedFailure, UsageError
 from baton.runtime.actor import Actor, handler
 
 log = structlog.get_logger(__name__)
@@ -89,8 +91,12 @@ class SchedulerActor(Actor):
         budgets: Mapping[str, ContextBudget] | None = None,
         on_warning: Callable[[str], None] | None = None,
         check_model: Callable[[str], None] | None = None,
+        memory: SchedulerMemory | None = None,
     ) -> None:
         self.setup = setup
+        # Long-term memory: each iteration's findings in, recalled entries into every work
+        # order (README.md, "Long-term memory"); None: `[memory] enabled = false`.
+        self.memory = memory
         # Refuses at submit a scenario no model can answer (offline, with neither a recording
         # nor a script: docs/recordings.md, "Submitting offline"); blocks, run in a thread.
         self.check_model = check_model
@@ -106,7 +112,7 @@ class SchedulerActor(Actor):
         self.on_warning = on_warning
         self.store = ScenarioStore(workspace)
         self.artifacts = ArtifactStore(workspace)
-        self.work = WorkOrders(self, self.summaries, self.store, setup.token_log)
+        self.work = WorkOrders(self, self.summaries, self.store, setup.token_log, memory=memory)
         self.records: dict[str, ScenarioRecord] = {}
 
     async def on_start(self) -> None:
@@ -118,6 +124,8 @@ class SchedulerActor(Actor):
             if self.on_warning is not None:
                 self.on_warning(str(error))
         for record in self.records.values():
+            if record.active:
+                self._set_cap(record)
             if record.active and record.outbox is not None and record.pending is None:
                 # Saved but perhaps never sent before a crash: send again; the agent runs a
                 # work order once, however often it arrives.
@@ -139,7 +147,9 @@ class SchedulerActor(Actor):
         """Start a scenario, or report it if it is already active (nothing starts twice)."""
         existing = self.records.get(message.scenario)
         if existing is not None and existing.active:
-            return existing.state()
+            return self._state(existing)
+        if existing is not None and existing.resume_phase is not None:
+            return await self._resume(existing, await self._scenario_config(message))
         damage = await self.store.damage(message.scenario)
         if damage is not None:
             raise damage
@@ -155,13 +165,14 @@ class SchedulerActor(Actor):
             config=config,
         )
         record.note("submitted", requirement=record.requirement)
+        self._set_cap(record)
         await self.work.dispatch(
             record, INIT, None, "a new scenario: design it from the requirement"
         )
         # Known only once its first work order is saved: a submit refused on the way leaves
         # no record behind.
         self.records[record.scenario] = record
-        return record.state(started=True)
+        return self._state(record, started=True)
 
     @handler
     async def approve(self, message: Approve) -> ScenarioState | ScenarioRefused:
@@ -200,13 +211,13 @@ class SchedulerActor(Actor):
         """One scenario's state (None when there is no such scenario: an answer, not a
         refusal), or every scenario's when none is named."""
         if message.scenario is None:
-            return [record.state() for record in self.records.values()]
+            return [self._state(record) for record in self.records.values()]
         record = self.records.get(message.scenario)
         if record is None:
             damage = await self.store.damage(message.scenario)
             if damage is not None:
                 raise damage
-        return None if record is None else record.state()
+        return None if record is None else self._state(record)
 
     # --- handoffs from agents -------------------------------------------------------------------
 
@@ -366,16 +377,27 @@ class SchedulerActor(Actor):
             critical_share=decision.critical_share,
             verdict=decision.verdict,
         )
+        # Written before the merge (it reads the previous iteration's findings); stored after
+        # an end is saved, so the end is not held up, and before a dispatch, which recalls it.
+        finding = iteration_finding(record, package, decision, summary, report)
         record.findings = self._merged(record, iteration_findings(package, decision), EXECUTE)
         if decision.verdict == "complete":
             await self._finish(record, "completed", decision.reason)
+            await self._remember(record, finding, decision)
         elif decision.verdict == "fail":
             await self._finish(record, "failed", f"{decision.reason}; last report: {report_path}")
+            await self._remember(record, finding, decision)
         elif decision.verdict == "return_to_init" or isinstance(package, ExecuteToInitContext):
             record.phase = "returned_to_init"
+            await self._remember(record, finding, decision)
             await self._dispatch(record, INIT, package, decision.reason)
         else:
+            await self._remember(record, finding, decision)
             await self._dispatch(record, EXECUTE, record.last_package, decision.reason)
+
+    async def _remember(self, record: ScenarioRecord, finding: str, decision: Decision) -> None:
+        if self.memory is not None:
+            await self.memory.record_finding(record, finding, decision)
 
     async def _to_execute(self, record: ScenarioRecord, package: HandoffPackage, why: str) -> None:
         record.phase = "executing"
@@ -407,9 +429,63 @@ class SchedulerActor(Actor):
         await self.store.save(record)
         log.info("scheduler.scenario_ended", scenario=record.scenario, phase=phase, reason=reason)
         if self.on_ended is not None:
-            self.on_ended(record.state())
+            self.on_ended(self._state(record))
+
+    @handler
+    async def spend_cap_reached(self, message: SpendCapReached) -> None:
+        """An agent's round stopped at the run's spend cap: the scenario stops (`stopped`,
+        `budget: ...`) with the phase it was in kept, so that `baton submit` with a higher
+        cap sends the same work order again and the open round finishes."""
+        record = self._waiting_on(message.scenario, message.conversation, message.source)
+        latest = record.outbox.dispatch_id if record is not None and record.outbox else None
+        if record is None or message.dispatch_id not in (None, latest):
+            log.info("scheduler.stale_cap_report", source=message.source, scenario=message.scenario)
+            return
+        record.resume_phase = record.phase
+        reason = str(SpendCapReachedFailure(record.scenario, message.spent, message.cap))
+        await self._finish(record, "stopped", reason)
+
+    async def _resume(self, record: ScenarioRecord, config: ScenarioConfig) -> ScenarioState:
+        """Continue a run its spend cap stopped, under the cap its files now give; a cap
+        still spent is refused (`ConfigError`: the caller's answer, nothing changes)."""
+        cap = self._cap_of(config)
+        if self.setup.spend is not None:
+            self.setup.spend.check_covers(record.conversation, cap)
+        assert record.resume_phase is not None
+        record.config = config.model_copy(update={"auto_approve": record.config.auto_approve})
+        record.phase, record.resume_phase, record.reason = record.resume_phase, None, None
+        record.note("resumed", max_cost_usd=cap)
+        self._set_cap(record)
+        await self.store.save(record)
+        target = _WAITING_ON.get(record.phase)
+        if record.outbox is not None and target is not None:
+            # The work order its round was opened by: the agent finishes that open round.
+            await self.actor_ref.peer(target).tell(record.outbox, sender=self.actor_name)
+        log.info("scheduler.scenario_resumed", scenario=record.scenario, phase=record.phase)
+        return self._state(record, started=True)
 
     # --- helpers ------------------------------------------------------------------------------
+
+    def _cap_of(self, config: ScenarioConfig) -> float | None:
+        spend = self.setup.spend
+        return spend.cap_of(config) if spend is not None else None
+
+    def _set_cap(self, record: ScenarioRecord) -> None:
+        if self.setup.spend is not None:
+            self.setup.spend.set_cap(record.conversation, self._cap_of(record.config))
+
+    def _state(self, record: ScenarioRecord, *, started: bool = False) -> ScenarioState:
+        """The record's public view, with what its run has spent and its cap."""
+        state = record.state(started=started)
+        spend = self.setup.spend
+        if spend is None:
+            return state
+        return state.model_copy(
+            update={
+                "cost_usd": spend.spend(record.conversation).usd,
+                "max_cost_usd": self._cap_of(record.config),
+            }
+        )
 
     def _awaiting(self, scenario: str) -> ScenarioRecord | ScenarioRefused:
         # Answered, not raised: a refused decision is the caller's news, not a dead letter.

@@ -12,6 +12,7 @@ from baton.actors.agent_config import TokenSink
 from baton.actors.agent_loop import AgentLoop
 from baton.actors.messages import Dispatch
 from baton.actors.scenario import ScenarioRecord, ScenarioStore
+from baton.actors.scheduler_memory import SchedulerMemory
 from baton.context.agent_context import AgentContext
 from baton.context.packages import HandoffPackage
 from baton.context.tokens import estimate_json_tokens
@@ -25,9 +26,16 @@ class WorkOrders:
     """Builds, saves and sends the Scheduler's work orders, for the actor `host`."""
 
     def __init__(
-        self, host: Actor, summaries: AgentLoop, store: ScenarioStore, token_log: TokenSink
+        self,
+        host: Actor,
+        summaries: AgentLoop,
+        store: ScenarioStore,
+        token_log: TokenSink,
+        *,
+        memory: SchedulerMemory | None = None,
     ) -> None:
         self._host = host
+        self._memory = memory
         self._summaries = summaries
         self._store = store
         self._token_log = token_log
@@ -49,6 +57,7 @@ class WorkOrders:
             task_summary=await self._task_summary(record, agent, package, why, dispatch_id),
             relevant_history=list(record.history[-10:]),
             shared_findings=dict(record.findings),
+            recalled_memory=await self._memory.recall(record, agent) if self._memory else "",
             metadata={
                 "scenario": record.scenario,
                 "requirement": record.requirement,

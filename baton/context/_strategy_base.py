@@ -365,3 +365,17 @@ def _truncated_event(cut: Truncated) -> ToolResultTruncatedEvent:
     return ToolResultTruncatedEvent(
         tool_use_id=cut.tool_use_id, original_chars=cut.original_chars, kept_chars=cut.kept_chars
     )
+
+
+class LedgerBlockStrategy(StrategyBase):
+    """A strategy that shows the ledger in a block of its own (docs/context.md, "Key-fact
+    ledger"): how many facts it shows is part of each step's layout, so a round pinned by
+    thinking keeps showing the facts its first thinking step showed."""
+
+    def _facts_shown(self, conversation: Conversation) -> int:
+        pinned = conversation.pinned_layout
+        return len(conversation.ledger) if pinned is None else pinned.facts
+
+    def _layout(self, conversation: Conversation) -> StepLayout:
+        layout = super()._layout(conversation)
+        return layout.model_copy(update={"facts": self._facts_shown(conversation)})

@@ -56,6 +56,12 @@ class AgentContext(BaseModel):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="dispatch details: source agent, priority, scenario"
     )
+    # Absent from contexts saved before long-term memory existed: they load as empty.
+    recalled_memory: str = Field(
+        "",
+        description="entries recalled from long-term memory for this task (earlier "
+        "iterations' and runs' findings), already cut to the memory budget",
+    )
 
     def merge_findings(
         self, findings: Mapping[str, Any], *, source: str | None = None
@@ -85,6 +91,10 @@ class AgentContext(BaseModel):
                 f"- {key}: {_compact(value, max_value_chars)}"
                 for key, value in self.shared_findings.items()
             )
+        if self.recalled_memory.strip():
+            # Already within the memory budget: rendered whole, not cut per value.
+            parts.append("## Recalled from long-term memory")
+            parts.append(self.recalled_memory.strip())
         if self.metadata:
             parts.append("## Dispatch")
             parts.append(

@@ -24,13 +24,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton.context._assembly import Builder, Lead, add_rounds_from
-from baton.context._strategy_base import StrategyBase, recent_start
+from baton.context._strategy_base import LedgerBlockStrategy, recent_start
 from baton.context.caching import Anchor
 from baton.context.conversation import Conversation
 from baton.context.fallback import Extraction, step_texts
 from baton.context.ledger import KeyFactLedger
 from baton.context.records import Compaction
-from baton.context.steps import Step, StepLayout, render_user
+from baton.context.steps import Step, render_user
 from baton.context.strategy import Summarizer
 from baton.errors import UsageError
 
@@ -175,7 +175,7 @@ def _state_lead(text: str) -> Lead:
     return lead
 
 
-class ExtractStateStrategy(StrategyBase):
+class ExtractStateStrategy(LedgerBlockStrategy):
     """Recent N steps whole, everything older folded into a typed state."""
 
     name = "extract_state"
@@ -214,15 +214,6 @@ class ExtractStateStrategy(StrategyBase):
 
     def _first_whole(self) -> int:
         return self._folding.upto
-
-    def _facts_shown(self, conversation: Conversation) -> int:
-        # The state carries the ledger; a round pinned by thinking keeps the facts it showed.
-        pinned = conversation.pinned_layout
-        return len(conversation.ledger) if pinned is None else pinned.facts
-
-    def _layout(self, conversation: Conversation) -> StepLayout:
-        layout = super()._layout(conversation)
-        return layout.model_copy(update={"facts": self._facts_shown(conversation)})
 
     def _lead(self, conversation: Conversation) -> Lead:
         folding = self._folding

@@ -29,7 +29,8 @@ def make_strategy(
     """A new strategy `name` with `budget`; options go to its constructor.
 
     Common options: `summary_schema`, `on_event`, `clock`, `compact_prompt`; `stride` for
-    `summarize` and `extract_state`, `refill` for `sliding_window`.
+    `summarize` and `extract_state`, `strip_batch_tokens` for `summarize`, `refill` for
+    `sliding_window`.
     """
     try:
         factory = STRATEGIES[name]

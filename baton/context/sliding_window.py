@@ -23,17 +23,16 @@ from __future__ import annotations
 from typing import Any
 
 from baton.context._assembly import Builder, Lead, add_rounds_from, first_shown_round
-from baton.context._strategy_base import StrategyBase
+from baton.context._strategy_base import LedgerBlockStrategy
 from baton.context.caching import Anchor
 from baton.context.conversation import Conversation
 from baton.context.ledger_view import ledger_message
 from baton.context.records import Compaction
-from baton.context.steps import StepLayout
 from baton.context.strategy import ContextBudget, Summarizer
 from baton.errors import UsageError
 
 
-class SlidingWindowStrategy(StrategyBase):
+class SlidingWindowStrategy(LedgerBlockStrategy):
     """Greedy fill from the newest step within the token budget; no summary."""
 
     name = "sliding_window"
@@ -60,15 +59,6 @@ class SlidingWindowStrategy(StrategyBase):
         self._counted_steps = 0
         self._counted_rounds = 0
         self._rendered = None
-
-    def _facts_shown(self, conversation: Conversation) -> int:
-        # A round pinned by thinking keeps the facts its first thinking step showed.
-        pinned = conversation.pinned_layout
-        return len(conversation.ledger) if pinned is None else pinned.facts
-
-    def _layout(self, conversation: Conversation) -> StepLayout:
-        layout = super()._layout(conversation)
-        return layout.model_copy(update={"facts": self._facts_shown(conversation)})
 
     def _lead(self, conversation: Conversation) -> Lead:
         """The carried summary, if any, then the ledger as a user turn of its own."""

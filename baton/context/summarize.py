@@ -11,11 +11,17 @@ becomes `[compact prompt, summary, recent N steps]`. N never changes between com
 `stride` (default 1: exactly the last N steps) moves the history/recent boundary only once
 the recent part has grown by `stride` steps, so between moves the payload only grows at
 its end and the prompt cache holds; with `stride = N` the recent part keeps N to 2N-1
-steps. `bench/token_cost.py` measures what that saves.
+steps. `strip_batch_tokens` moves it sooner, once the steps past the last N hold more than
+that many tokens, so a few huge tool results do not wait for a whole stride. Either way the
+boundary is a pure function of the steps, so a replay lays out as the live run did, and the
+summary request keeps the layout of the request before it, so it reads that request's
+prefix from the cache (docs/context.md, "summarize").
+`bench/token_cost.py` measures what that saves.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from baton.context._assembly import Builder, add_entry
@@ -25,9 +31,13 @@ from baton.context.conversation import Conversation
 from baton.context.events import CompactionMode
 from baton.context.fallback import fallback_summary
 from baton.context.records import Compaction
+from baton.context.steps import StepLayout
 from baton.context.strategy import Summarizer
 from baton.context.summary_format import parse_summary, summary_json
 from baton.errors import SummaryFailure, UsageError
+
+BATCH_SHARE_OF_THRESHOLD = 4
+"""`strip_batch_tokens` is capped at the compaction threshold divided by this."""
 
 
 class SummarizeStrategy(StrategyBase):
@@ -35,11 +45,18 @@ class SummarizeStrategy(StrategyBase):
 
     name = "summarize"
 
-    def __init__(self, *args: Any, stride: int = 1, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, stride: int = 1, strip_batch_tokens: int | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         if stride < 1:
             raise UsageError(f"stride must be at least 1 (got {stride})")
+        if strip_batch_tokens is not None and strip_batch_tokens < 1:
+            raise UsageError(f"strip_batch_tokens must be at least 1 (got {strip_batch_tokens})")
         self.stride = stride
+        self.strip_batch_tokens = strip_batch_tokens
+        self._starts: list[int] = []  # the natural boundary once 1, 2, ... steps are held
+        self._reuse: StepLayout | None = None  # the layout a summary request keeps
         self._boundary = 0
         self._history = Builder()
         self._history_rounds = 0
@@ -51,6 +68,7 @@ class SummarizeStrategy(StrategyBase):
         return self._boundary
 
     def _reset(self, conversation: Conversation) -> None:
+        self._starts = []
         self._boundary = 0
         self._history = Builder()
         self._history_rounds = 0
@@ -59,9 +77,44 @@ class SummarizeStrategy(StrategyBase):
     def _first_whole(self) -> int:
         return self._boundary
 
+    def _natural_start(self, conversation: Conversation) -> int:
+        """Where the whole part starts by the strategy's own rule (no pin).
+
+        With `strip_batch_tokens` the boundary depends on where it was, so it is worked out
+        step by step from the first, once each: the same for a live run and a replay."""
+        entries = conversation.entries
+        batch = self.strip_batch_tokens
+        if batch is None:
+            return recent_start(len(entries), self.budget, self.stride)
+        # Results waiting for their batch may hold at most a quarter of the threshold: a
+        # small budget strips sooner rather than compacting (docs/context.md, "Stripping in
+        # batches").
+        batch = min(batch, max(1, self.budget.compact_threshold // BATCH_SHARE_OF_THRESHOLD))
+        keep = self.budget.keep_recent_steps
+        starts = self._starts
+        while len(starts) < len(entries):
+            start = starts[-1] if starts else 0
+            over_end = len(starts) + 1 - keep
+            if over_end > start and (
+                over_end - start >= self.stride
+                or sum(e.whole_tokens for e in entries[start:over_end]) > batch
+            ):
+                start = over_end
+            starts.append(start)
+        return starts[len(entries) - 1] if entries else 0
+
     def _advance(self, conversation: Conversation) -> None:
         entries = conversation.entries
-        target = self._start_for(conversation, recent_start(len(entries), self.budget, self.stride))
+        natural = self._natural_start(conversation)
+        if self._reuse is not None:
+            # The summary request shows the history as the request before it did, so only
+            # the compact prompt after that request's breakpoint is new (docs/context.md,
+            # "Compaction").
+            natural = min(
+                natural,
+                bisect_left(entries, self._reuse.first_whole, key=lambda e: e.step.seq),
+            )
+        target = self._start_for(conversation, natural)
         if target < self._boundary:
             self._reset(conversation)  # a replayed pin earlier than the live boundary
         self._boundary = max(self._boundary, target)
@@ -104,7 +157,12 @@ class SummarizeStrategy(StrategyBase):
         self._sync(conversation)
         started = self.clock.now()
         tokens_before = conversation.context_tokens
-        text, reason = await self.call_summarizer(summarize, self.compaction_payload(conversation))
+        self._reuse = conversation.composed_layout
+        try:
+            payload = self.compaction_payload(conversation)
+        finally:
+            self._reuse = None
+        text, reason = await self.call_summarizer(summarize, payload)
         data: dict[str, Any] | None = None
         if text is not None:
             try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -22,6 +22,7 @@ from baton.errors import (
 )
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
+from baton.runtime._keyed import InstanceGate, KeyedDispatcher
 from baton.runtime.actor import Actor, BoundHandler
 from baton.runtime.disk_writes import DISK_FULL_RETRY
 from baton.runtime.logging import MessageScope, enter_scope
@@ -77,7 +78,8 @@ class _StopActor(Exception):
 
 
 class ActorCell:
-    """Runs one actor: one message at a time, in arrival order, under supervision."""
+    """Runs one actor: one message at a time, in arrival order, under supervision (a keyed
+    actor: one message at a time per key, up to its limit of keys at once)."""
 
     def __init__(
         self,
@@ -113,11 +115,25 @@ class ActorCell:
         self._room_waits = 0  # consecutive waits for disk space
         self._log_scope = MessageScope(name)
         self._reply_elsewhere = reply_elsewhere
+        self._keyed: KeyedDispatcher | None = None
 
     @property
     def busy(self) -> bool:
         """Whether a handler is running right now."""
-        return self._log_scope.envelope is not None
+        keyed = self._keyed
+        return self._log_scope.envelope is not None or (keyed is not None and keyed.busy())
+
+    def depth(self) -> int:
+        """Messages waiting: in the mailbox, and (a keyed actor's) taken, behind their keys."""
+        keyed = self._keyed
+        return self.mailbox.depth() + (keyed.queued() if keyed is not None else 0)
+
+    def working_on(self) -> list[str]:
+        """The keys whose handlers run now (a keyed actor's; a plain actor has none)."""
+        keyed = self._keyed
+        if keyed is None:
+            return []
+        return ["default" if key is None else str(key) for key in keyed.working_on()]
 
     @property
     def alive(self) -> bool:
@@ -150,7 +166,11 @@ class ActorCell:
                 self.instance = await self._start_instance()
                 self.state = ActorState.RUNNING
                 task_status.started()
-                await self._loop()
+                limit = self.instance.actor_max_concurrent_keys
+                if limit > 1:
+                    await self._keyed_loop(self.instance, limit)
+                else:
+                    await self._loop()
             except _StopActor:
                 self.state = ActorState.FAILED
             finally:
@@ -193,10 +213,7 @@ class ActorCell:
                 if method is None:
                     await self._on_unhandled(delivery)
                     break
-                scope.envelope = envelope
-                instance = self.instance
-                assert instance is not None  # a message is handled only by a started actor
-                instance.actor_envelope = envelope
+                scope.envelope = envelope  # also what the handler's `actor_envelope` reads
                 try:
                     result = await method(payload)
                 except Exception as exc:  # noqa: BLE001 - supervision is exactly this catch-all
@@ -219,6 +236,100 @@ class ActorCell:
                 if envelope.correlation_id is not None:
                     self._settle(envelope, value=result)
                 break
+
+    async def _keyed_loop(self, first: Actor, limit: int) -> None:
+        """Handle a keyed actor's messages, up to `limit` keys at once (see `_keyed`)."""
+        gate = InstanceGate()
+
+        def key_of(envelope: Envelope) -> Hashable | None:
+            try:
+                return (self.instance or first).actor_key(envelope.payload)
+            except Exception as exc:  # noqa: BLE001 - a bad key must not stop the dispatcher
+                log.warning(
+                    "actor.key_failed",
+                    actor=self.name,
+                    message_id=envelope.id,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+                return None
+
+        async def handle(delivery: Delivery, scope: MessageScope) -> None:
+            await self._handle_keyed(delivery, scope, gate)
+
+        keyed = self._keyed = KeyedDispatcher(
+            self.name,
+            self.mailbox,
+            key_of=key_of,
+            limit=limit,
+            bound=self.mailbox.capacity,
+            handle=handle,
+        )
+        await keyed.run()
+        if keyed.aborted:
+            raise _StopActor
+
+    async def _handle_keyed(
+        self, delivery: Delivery, scope: MessageScope, gate: InstanceGate
+    ) -> None:
+        """One delivery of a keyed actor, as `_loop` handles one: the handlers of other keys
+        share the instance, so a restart waits until they have returned (`InstanceGate`)."""
+        keyed = self._keyed
+        assert keyed is not None
+        while True:
+            envelope = delivery.envelope
+            payload = envelope.payload
+            error: Exception | None = None
+            try:
+                await gate.wait_open()
+            except BaseException:
+                keyed.give_back(delivery)  # stopped before its handler began: a leftover
+                raise
+            async with gate.entered():
+                method = self._dispatch.get(type(payload)) or self._resolve(payload)
+                if method is None:
+                    await self._on_unhandled(delivery)
+                    return
+                scope.envelope = envelope
+                try:
+                    result = await method(payload)
+                except Exception as exc:  # noqa: BLE001 - supervision is exactly this catch-all
+                    error = exc
+                finally:
+                    scope.envelope = None
+            if error is None:
+                break
+            scope.envelope = envelope  # the supervision's log lines name the message
+            try:
+                if isinstance(error, UsageError):
+                    # Refused, not retried: nothing happens to the instance, so no wait.
+                    retry = await self._on_handler_error(delivery, error)
+                else:
+                    async with gate.exclusive():
+                        try:
+                            retry = await self._on_handler_error(delivery, error)
+                        except _StopActor:
+                            keyed.abort()
+                            return
+            finally:
+                scope.envelope = None
+            if retry is None:
+                return
+            delivery = retry
+        await self._handled(delivery, result)
+
+    async def _handled(self, delivery: Delivery, result: Any) -> None:
+        """Settle a delivery its handler returned from: `_loop`'s success path, not inlined."""
+        if self.mailbox.durable:
+            await self.mailbox.ack(delivery)
+        self.handled += 1
+        if self._failing:
+            self._failing = False
+            if self._room_waits:
+                self._room_waits = 0
+                self.stop_reason = None  # the wait for disk space is over
+            self._tracker.succeeded()
+        if delivery.envelope.correlation_id is not None:
+            self._settle(delivery.envelope, value=result)
 
     async def _on_unhandled(self, delivery: Delivery) -> None:
         envelope = delivery.envelope
@@ -422,6 +533,11 @@ class ActorCell:
             self.state = ActorState.STOPPING
         await self.mailbox.close()
         reason = self.stop_reason or "actor stopped before the message was handled"
+        if self._keyed is not None and not self.mailbox.durable:
+            # Taken from the mailbox, waiting behind their keys: in memory, nowhere else.
+            # A durable mailbox still holds them, and delivers them on the next start.
+            for envelope in self._keyed.leftovers():
+                self._dead_letters.dead_letter(envelope, reason)
         for envelope in self.mailbox.drain_nowait():
             self._dead_letters.dead_letter(envelope, reason)
         dead = ActorDeadError(self.name, self.stop_reason or "stopped")

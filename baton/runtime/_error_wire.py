@@ -17,6 +17,7 @@ from baton.errors import (
     InvalidMessageError,
     InvalidScenarioNameError,
     MailboxFullError,
+    MemoryInputError,
     NoPendingHandoffError,
     NoScenarioModelError,
     NoSchedulerError,
@@ -25,6 +26,7 @@ from baton.errors import (
     SchedulerReplyFailure,
     UnhandledMessageError,
     UnknownActorError,
+    UnknownMemoryError,
     UnknownScenarioError,
     UsageError,
 )
@@ -57,8 +59,10 @@ class ErrorBody(_Body):
 _STATUS: dict[type[BatonError], int] = {
     UnknownActorError: 404,
     UnknownScenarioError: 404,
+    UnknownMemoryError: 404,
     InvalidMessageError: 422,
     InvalidScenarioNameError: 422,
+    MemoryInputError: 422,
     UnhandledMessageError: 422,
     ActorExistsError: 409,
     ActorDeadError: 409,
@@ -79,7 +83,7 @@ _PLAIN = (str, int, float, bool, type(None))
 # What each error status of the control API means, as its OpenAPI document says it.
 STATUS_MEANING: dict[int, str] = {
     400: "the actor refused the message for a reason of its own (the message says which)",
-    404: "no such actor, scenario or endpoint",
+    404: "no such actor, scenario, memory entry or endpoint",
     408: "the request's headers or body did not arrive within `[server] request_timeout`",
     409: "the current state refuses it: no scheduler, the actor stopped, nothing to approve",
     413: "the body is larger than `[server] max_body_bytes`",

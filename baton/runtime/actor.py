@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel
+
+from baton.runtime.logging import current_envelope
 
 if TYPE_CHECKING:
     from baton.mailboxes.envelope import Envelope
@@ -64,15 +66,31 @@ def _annotated_type(fn: Callable[..., Any]) -> type:
 class Actor:
     """Base class for actors: subclass it and mark async methods with `@handler`.
 
-    An actor handles one message at a time, in arrival order. Framework attributes start
-    with `actor_` so they never collide with a subclass's own names.
+    An actor handles one message at a time, in arrival order. A keyed actor (one that sets
+    `actor_max_concurrent_keys` above 1) handles up to that many keys at once, each key's
+    messages one at a time in arrival order; `actor_key` says which key a message belongs to
+    (docs/architecture.md, "Keyed actors"). Framework attributes start with `actor_` so they
+    never collide with a subclass's own names.
     """
 
     actor_ref: ActorRef
-    # The envelope of the message being handled: its id is stable across redeliveries, which
-    # is what lets a handler recognise a message it already acted on before a crash.
-    actor_envelope: Envelope | None = None
+    # How many keys this actor's messages are handled for at once: read once, from the
+    # instance, when the actor starts (an instance may set it from its configuration).
+    actor_max_concurrent_keys: int = 1
     _actor_handlers: ClassVar[dict[type, str] | None] = None
+
+    @property
+    def actor_envelope(self) -> Envelope | None:
+        """The envelope of the message this task is handling: its id is stable across
+        redeliveries, which is what lets a handler recognise a message it already acted on
+        before a crash. Per task, so the handlers of a keyed actor each see their own."""
+        return current_envelope()
+
+    def actor_key(self, message: object) -> Hashable | None:
+        """The key `message` belongs to (None: the actor's default key). Messages of one key
+        are handled one at a time, in arrival order. It must depend on the message alone:
+        it is asked as the message is taken from the mailbox, before any handler runs."""
+        return None
 
     @property
     def actor_name(self) -> str:

@@ -61,6 +61,12 @@ def current_actor() -> str | None:
     return scope.actor if scope else None
 
 
+def current_envelope() -> Envelope | None:
+    """The envelope of the message whose handler is running in this task, if any."""
+    scope = _current_scope.get()
+    return scope.envelope if scope else None
+
+
 def add_message_context(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     """Add `actor` and `message_id` of the message being handled, unless already set."""
     scope = _current_scope.get()

@@ -108,6 +108,8 @@ class ActorStatus:
     restarts: int
     stop_reason: str | None
     busy: bool = False
+    # The keys a keyed actor's handlers work on now (docs/architecture.md, "Keyed actors").
+    working_on: tuple[str, ...] = ()
 
 
 class Runtime:
@@ -328,13 +330,14 @@ class Runtime:
                 name=cell.name,
                 actor_type=self._types[cell.name].__name__,
                 state=cell.state.value,
-                mailbox_depth=cell.mailbox.depth(),
+                mailbox_depth=cell.depth(),
                 mailbox_capacity=cell.mailbox.capacity,
                 handled=cell.handled,
                 failures=cell.failures,
                 restarts=cell.restarts,
                 stop_reason=cell.stop_reason,
                 busy=cell.busy,
+                working_on=tuple(cell.working_on()),
             )
             for cell in self._cells.values()
         ]

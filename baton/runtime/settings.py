@@ -142,6 +142,21 @@ class KernelConfig(_Strict):
     actors: dict[str, Any] = Field(
         default_factory=dict, description="[actors.<name>] tables, for the layer that runs agents"
     )
+    # Carried as given for the layer that runs agents too (baton.actors.price_config checks them).
+    prices: dict[str, Any] = Field(
+        default_factory=dict, description='[prices."<model-id>"] tables: USD per million tokens'
+    )
+    scenario: dict[str, Any] = Field(
+        default_factory=dict, description="[scenario]: defaults of every scenario (max_cost_usd)"
+    )
+    # `[telemetry]`: carried as given too (baton.actors.telemetry checks it).
+    telemetry: dict[str, Any] = Field(
+        default_factory=dict, description="[telemetry]: OpenTelemetry export (otlp_endpoint)"
+    )
+    # `[memory]`: carried as given too (baton.actors.memory_config checks it).
+    memory: dict[str, Any] = Field(
+        default_factory=dict, description="[memory]: long-term memory (backend, budget)"
+    )
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:

@@ -71,12 +71,15 @@ class _Enqueue:
 
     def __init__(self, sink: MemoryObjectSendStream[str]) -> None:
         self._sink = sink
+        self.sent = 0  # lines handed to the writer so far
 
     def msg(self, line: str) -> None:
         try:
             self._sink.send_nowait(line)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             log.error("token_log.closed", line=line)
+        else:
+            self.sent += 1
 
     info = warning = error = debug = msg
 
@@ -91,15 +94,17 @@ class TokenLog:
         send, receive = anyio.create_memory_object_stream[str](math.inf)
         self._send = send
         self._receive = receive
+        self._enqueue = _Enqueue(send)
         self._followers: set[MemoryObjectSendStream[dict[str, Any]]] = set()
         self._follower_added = anyio.Event()
+        self._batch_done = anyio.Event()  # set (and replaced) after each batch is written
         self._file: AsyncBufferedIOBase | None = None
         self._size = 0
         self._written = 0
         self._closing = anyio.Event()  # the block ended: stop waiting for disk space
         self._unwritten = 0  # records given up on because the disk was full at the end
         self._logger = structlog.wrap_logger(
-            _Enqueue(send),
+            self._enqueue,
             processors=[
                 _add_context,
                 structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
@@ -190,6 +195,16 @@ class TokenLog:
             self._followers.discard(send)
             send.close()
 
+    async def drained(self, timeout: float = 5.0) -> bool:
+        """Wait until every record emitted so far is written and handed to the followers
+        (the writer idle, nothing queued); False if `timeout` seconds passed first."""
+        emitted = self._enqueue.sent
+        with anyio.move_on_after(timeout):
+            while self._written < emitted:
+                await self._batch_done.wait()
+            return True
+        return False
+
     async def wait_followers(self, count: int = 1) -> None:
         """Return once at least `count` followers receive records (say, a client's tail)."""
         while len(self._followers) < count:
@@ -208,6 +223,8 @@ class TokenLog:
                     await self._append(batch)
                 self._written += len(batch)
                 self._notify(batch)
+                done, self._batch_done = self._batch_done, anyio.Event()
+                done.set()
 
     async def _append(self, batch: list[str]) -> None:
         # Rotation is decided line by line, so a file never passes max_bytes unless one line

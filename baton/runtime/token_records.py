@@ -45,6 +45,12 @@ class ModelCall(_Record):
         "off", description="the actor's thinking setting: adaptive | off | a token budget"
     )
     effort: str | None = Field(None, description="the effort level sent, if any")
+    cost_usd: float | None = Field(
+        None,
+        ge=0,
+        description="estimated USD of the call from list prices and `[prices]` (docs/models.md, "
+        '"Prices"); null when a price it needs is unknown',
+    )
 
 
 class ContextCompacted(_Record):
@@ -58,6 +64,24 @@ class ContextCompacted(_Record):
     ledger_dropped: int = Field(
         0, ge=0, description="key facts the ledger's token cap left out (0: every fact kept)"
     )
+    audit: str | None = Field(
+        None,
+        description="workspace-relative path of the compaction's audit file "
+        "(`.baton/compactions/<actor>/<conversation>/<n>.json`; docs/context.md)",
+    )
+
+
+class ContextCompactionIneffective(_Record):
+    event: Literal["context.compaction_ineffective"] = "context.compaction_ineffective"
+    freed_tokens: list[int] = Field(
+        description="what each of the compactions in a row that freed too little took off"
+    )
+    min_gain_tokens: int = Field(
+        ge=0, description="the least a compaction must free: min_compaction_gain x threshold"
+    )
+    compact_threshold: int = Field(gt=0, description="context size that triggers compaction")
+    context_tokens: int = Field(ge=0, description="context size after the last compaction")
+    context_window: int = Field(gt=0, description="the actor's effective context window")
 
 
 class ToolResultTruncated(_Record):
@@ -97,14 +121,24 @@ class MessageDeadLettered(_Record):
     reason: str
 
 
+class MemoryRecalled(_Record):
+    event: Literal["memory.recalled"] = "memory.recalled"
+    count: int = Field(
+        ge=0, description="long-term memory entries put in the work order's AgentContext"
+    )
+    tokens: int = Field(ge=0, description="their estimated tokens (within memory_budget_tokens)")
+
+
 TokenRecord = Annotated[
     ModelCall
     | ContextCompacted
+    | ContextCompactionIneffective
     | ToolResultTruncated
     | HandoffSent
     | HandoffReceived
     | ActorRestarted
-    | MessageDeadLettered,
+    | MessageDeadLettered
+    | MemoryRecalled,
     Field(discriminator="event"),
 ]
 
@@ -113,9 +147,11 @@ TOKEN_RECORD: TypeAdapter[TokenRecord] = TypeAdapter(TokenRecord)
 EVENTS: tuple[str, ...] = (
     "model.call",
     "context.compacted",
+    "context.compaction_ineffective",
     "context.tool_result_truncated",
     "handoff.sent",
     "handoff.received",
     "actor.restarted",
     "message.dead_lettered",
+    "memory.recalled",
 )

@@ -112,6 +112,10 @@ class ActorReport(_Body):
     context: ContextFill | None = Field(
         None, description="context size and fill, for actors that report one"
     )
+    working_on: list[str] = Field(
+        default_factory=list,
+        description="the keys (an agent's conversations) a keyed actor works on now",
+    )
 
 
 class StatusReport(_Body):

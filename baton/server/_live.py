@@ -29,10 +29,12 @@ from rich.text import Text
 
 from baton.actors.messages import ACTIVE_PHASES, SCHEDULER, ScenarioQuery, ScenarioState
 from baton.actors.pipeline import Pipeline
+from baton.actors.pricing import PRICES
 from baton.errors import BatonError
 from baton.runtime.runtime import Runtime
 from baton.runtime.token_log import TokenLog
 from baton.server._run_summary import AgentProgress, RunTally, counts_line, summary_lines
+from baton.server._scenario_reports import write_end_report
 
 _ASK_TIMEOUT = 5.0
 _FINAL_ASK_TIMEOUT = 2.0  # a stopping run must not wait long for a busy scheduler
@@ -178,6 +180,7 @@ class RunView:
         self.started = False  # the runtime came up: the summary is printed at the end
         self._changed = anyio.Event()
         self._moved: set[str] = set()  # scenarios whose phase changed while this process ran
+        self.reports: dict[str, Path] = {}  # the report written as each scenario ended
 
     def scenarios(self) -> dict[str, ScenarioState]:
         """The states of the scenarios this process worked on (not every one on record)."""
@@ -209,7 +212,10 @@ class RunView:
             screen.stop()
             if self.started:
                 for line in summary_lines(
-                    self.tally, self.scenarios().values(), workspace=self.workspace
+                    self.tally,
+                    self.scenarios().values(),
+                    workspace=self.workspace,
+                    reports=self.reports,
                 ):
                     print(line, file=self._target, flush=True)
 
@@ -254,10 +260,24 @@ class RunView:
             ended = pipeline.next_scenario_end()
             self._changed = anyio.Event()
             await self.refresh_states(runtime, _ASK_TIMEOUT)
+            await self.report_ended(runtime, pipeline)
             async with anyio.create_task_group() as race:
                 race.start_soon(_set_after, ended, self._changed)
                 await self._changed.wait()
                 race.cancel_scope.cancel()
+
+    async def report_ended(self, runtime: Runtime, pipeline: Pipeline) -> None:
+        """Write the report of each scenario that ended since the last call, and say where."""
+        prices = pipeline.spend.prices if pipeline.spend is not None else PRICES
+        workspace = runtime.workspace or self.workspace
+        for state in pipeline.take_ended():
+            path = await write_end_report(runtime.token_log, workspace, state.scenario, prices)
+            if path is None:
+                continue
+            self.reports[state.scenario] = path
+            self._moved.add(state.scenario)
+            if self._screen is not None:
+                self._screen.update(self, f"{state.scenario}: {state.phase} · report {path}")
 
     async def refresh_states(self, runtime: Runtime, timeout: float = _FINAL_ASK_TIMEOUT) -> None:
         """Ask the scheduler for every scenario's state; a failed ask keeps the last known."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
+from baton.actors.compaction_audit import compaction_lines
 from baton.actors.messages import ScenarioState
 from baton.runtime.context_status import ContextFill
 from baton.runtime.token_records import TokenRecord
@@ -91,6 +93,19 @@ def _table(rows: list[list[str]]) -> list[str]:
     ]
 
 
+def cost_figure(state: ScenarioState) -> str:
+    """`cost: $0.0123` (`of $5.00 cap` when capped): what the run's calls cost so far; `—`
+    when a call's price is unknown (docs/models.md, "Prices")."""
+    figure = "cost: —" if state.cost_usd is None else f"cost: {_usd(state.cost_usd)}"
+    if state.max_cost_usd is not None:
+        figure += f" of {_usd(state.max_cost_usd)} cap"
+    return figure
+
+
+def _usd(amount: float) -> str:
+    return f"${amount:,.2f}" if amount >= 1 else f"${amount:.4f}"
+
+
 def _scenario_line(state: ScenarioState) -> str:
     line = f"  {state.scenario}: {state.phase} (iteration {state.iteration})"
     # While it waits (the model unavailable, ...) that is the news; the reason is in --json.
@@ -126,13 +141,21 @@ def render_status(report: StatusReport, workspace: str | None = None) -> str:
     lines += _table(rows) if report.actors else ["no actors"]
     # Why an actor is cooling down (and when it restarts) or has stopped for good.
     lines += [f"  {a.name}: {a.stop_reason}" for a in report.actors if a.stop_reason]
+    # What a keyed actor (an agent: its conversations) is working on now.
+    lines += [
+        f"  {a.name}: working on {', '.join(a.working_on)}" for a in report.actors if a.working_on
+    ]
+    # Each agent's newest compaction, from its audit file (docs/context.md, "Compaction audit").
+    if report.workspace is not None:
+        lines += compaction_lines(Path(report.workspace))
     if not report.scheduler:
         lines.append("scenarios: none (no scheduler running)")
     elif report.scenarios_error:
         lines.append(f"scenarios: unavailable ({report.scenarios_error})")
     else:
         lines.append(f"scenarios: {len(report.scenarios) or 'none'}")
-        lines += [_scenario_line(state) for state in report.scenarios]
+        for state in report.scenarios:
+            lines += [_scenario_line(state), f"    {cost_figure(state)}"]
     for state in report.pending_approvals:
         lines.append(f"awaiting approval: {state.scenario} (iteration {state.iteration})")
         lines += pending_lines(state, workspace)

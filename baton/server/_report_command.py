@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
+from baton._private import STATE_DIR, private_dir, private_opener
+from baton.actors.config import load_config
+from baton.actors.pricing import ModelPrice
 from baton.errors import StateFileError
 from baton.runtime.token_log import TOKEN_LOG
 from baton.server._report_data import load_report
@@ -19,18 +23,35 @@ def default_out(workspace: Path, scenario: str | None) -> Path:
     return workspace / REPORTS / f"{scenario or 'all'}.html"
 
 
-def write_report(workspace: Path, scenario: str | None, out: Path | None) -> Path:
+def write_report(
+    workspace: Path,
+    scenario: str | None,
+    out: Path | None,
+    *,
+    prices: Mapping[str, ModelPrice] | None = None,
+) -> Path:
     """Render the report of `scenario` (or of the whole log) into `out`; the path written.
 
+    Costs are the calls' own `cost_usd`; a line from before it is priced from its tokens
+    with `prices` (default: the workspace's baton.toml `[prices]` over the package's).
     The page is written to a temporary file and renamed, so a reader never sees half a page.
     """
     log = workspace / TOKEN_LOG
     if log.is_dir():
         raise StateFileError(log, "is a directory, not the token log", "move it aside")
-    page = render(load_report(log, scenario))
+    if prices is None:
+        prices = load_config(workspace).price_table
+    page = render(load_report(log, scenario, prices=prices))
     target = out if out is not None else default_out(workspace, scenario)
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    partial.write_text(page, encoding="utf-8")
+    if STATE_DIR in target.parts:
+        # Under .baton/ like every file of a run's state: 0600 in 0700 (README.md, "Sandbox
+        # and file modes"); a page written where the user said keeps the umask's mode.
+        private_dir(target.parent)
+        with open(partial, "w", encoding="utf-8", opener=private_opener) as file:
+            file.write(page)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(page, encoding="utf-8")
     partial.replace(target)
     return target

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from baton.actors.agent_config import DEFAULT_AGENTS
+from baton.actors.call_tally import CallTally, token_count
 from baton.actors.messages import RUN_SEPARATOR, SCHEDULER, scenario_of
-from baton.actors.pricing import cost_usd
-from baton.context.usage import Usage
+from baton.actors.pricing import PRICES, ModelPrice
 from baton.errors import CommandLineError, UsageError
 from baton.server._tail_filters import TailFilter, log_files
 
@@ -80,22 +80,14 @@ class UsageRow:
 
     actor: str
     model: str
-    calls: int = 0
-    input_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_read_tokens: int = 0
-    output_tokens: int = 0
+    tally: CallTally = field(default_factory=CallTally)
+    # For lines written before `cost_usd`.
+    prices: Mapping[str, ModelPrice] = field(default_factory=lambda: PRICES)
 
     @property
     def cost(self) -> float | None:
-        """Estimated USD from baton.actors.pricing; None when a price it needs is unknown."""
-        usage = Usage(
-            input_tokens=self.input_tokens,
-            cache_creation_input_tokens=self.cache_write_tokens,
-            cache_read_input_tokens=self.cache_read_tokens,
-            output_tokens=self.output_tokens,
-        )
-        return cost_usd(self.model, usage)
+        """Estimated USD; None when a price it needs is unknown (`CallTally.cost`)."""
+        return self.tally.cost(self.model, self.prices)
 
 
 @dataclass(slots=True)
@@ -177,12 +169,6 @@ def known_scenarios(records: Iterable[Mapping[str, Any]]) -> list[str]:
     return sorted(names)
 
 
-def _int(record: Mapping[str, Any], key: str) -> int:
-    value = record.get(key)
-    # `type() is`, not isinstance: a bool is an int to Python, never a token count.
-    return value if type(value) is int else 0
-
-
 def _text(record: Mapping[str, Any], key: str) -> str:
     value = record.get(key)
     return value if type(value) is str else ""
@@ -202,12 +188,12 @@ def select(records: Sequence[Mapping[str, Any]], scenario: str) -> list[Mapping[
         if matcher.matches(record):
             kept.append(record)
             if str(record.get("event", "")).startswith("handoff."):
-                packages.add((_text(record, "handoff_type"), _int(record, "package_tokens")))
+                packages.add((_text(record, "handoff_type"), token_count(record, "package_tokens")))
     for record in records:
         if (
             record.get("scenario") is None
             and str(record.get("event", "")).startswith("handoff.")
-            and (_text(record, "handoff_type"), _int(record, "package_tokens")) in packages
+            and (_text(record, "handoff_type"), token_count(record, "package_tokens")) in packages
         ):
             kept.append(record)
     return kept
@@ -223,8 +209,15 @@ def _lane_order(actor: str) -> tuple[int, str]:
     return (len(agents) + (actor != SCHEDULER), actor)
 
 
-def build_report(records: Iterable[Mapping[str, Any]], scope: str, skipped: int = 0) -> Report:
-    """Lanes, events and the cost table of `records` (in any order; placed by `ts`)."""
+def build_report(
+    records: Iterable[Mapping[str, Any]],
+    scope: str,
+    skipped: int = 0,
+    *,
+    prices: Mapping[str, ModelPrice] = PRICES,
+) -> Report:
+    """Lanes, events and the cost table of `records` (in any order; placed by `ts`); lines
+    without `cost_usd` are priced from their tokens with `prices`."""
     shown = [
         record
         for record in records
@@ -246,27 +239,23 @@ def build_report(records: Iterable[Mapping[str, Any]], scope: str, skipped: int 
             lane(actor).points.append(
                 CallPoint(
                     x,
-                    _int(record, "context_tokens"),
-                    _int(record, "compact_threshold"),
-                    _int(record, "context_window"),
+                    token_count(record, "context_tokens"),
+                    token_count(record, "compact_threshold"),
+                    token_count(record, "context_window"),
                 )
             )
             model = _text(record, "model") or "?"
             row = rows.get((actor, model))
             if row is None:
-                row = rows[(actor, model)] = UsageRow(actor, model)
-            row.calls += 1
-            row.input_tokens += _int(record, "input_tokens")
-            row.cache_write_tokens += _int(record, "cache_creation_input_tokens")
-            row.cache_read_tokens += _int(record, "cache_read_input_tokens")
-            row.output_tokens += _int(record, "output_tokens")
+                row = rows[(actor, model)] = UsageRow(actor, model, prices=prices)
+            row.tally.add(record)
         elif event == "context.compacted":
             lane(actor).compactions.append(
                 Compaction(
                     x,
                     _text(record, "ts"),
-                    _int(record, "tokens_before"),
-                    _int(record, "tokens_after"),
+                    token_count(record, "tokens_before"),
+                    token_count(record, "tokens_after"),
                     _text(record, "mode"),
                 )
             )
@@ -282,7 +271,7 @@ def build_report(records: Iterable[Mapping[str, Any]], scope: str, skipped: int 
                     handoff_type,
                     source,
                     target,
-                    _int(record, "package_tokens"),
+                    token_count(record, "package_tokens"),
                 )
             )
             lane(source)
@@ -298,7 +287,9 @@ def build_report(records: Iterable[Mapping[str, Any]], scope: str, skipped: int 
     )
 
 
-def load_report(log: Path, scenario: str | None) -> Report:
+def load_report(
+    log: Path, scenario: str | None, *, prices: Mapping[str, ModelPrice] = PRICES
+) -> Report:
     """The report of the token log at `log` (rotated files included) for `scenario`, or for
     the whole log; `UsageError` for a missing or empty log, `CommandLineError` for a
     scenario the log does not know."""
@@ -310,7 +301,7 @@ def load_report(log: Path, scenario: str | None) -> Report:
             f"{what} in the token log at {log} — run `baton run` in this workspace first"
         )
     if scenario is None:
-        return build_report(records, "all", skipped)
+        return build_report(records, "all", skipped, prices=prices)
     known = known_scenarios(records)
     if scenario not in known:
         what = "run" if RUN_SEPARATOR in scenario else "scenario"
@@ -318,4 +309,4 @@ def load_report(log: Path, scenario: str | None) -> Report:
             f"unknown {what} {scenario!r} — known: {', '.join(known) or 'none'} (the "
             "scenarios in the token log)"
         )
-    return build_report(select(records, scenario), scenario, skipped)
+    return build_report(select(records, scenario), scenario, skipped, prices=prices)

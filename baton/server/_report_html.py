@@ -282,22 +282,18 @@ def _usage_table(report: Report) -> str:
             for value in (
                 escape(row.actor),
                 escape(row.model),
-                f"{row.calls:,}",
-                tokens(row.input_tokens),
-                tokens(row.cache_write_tokens),
-                tokens(row.cache_read_tokens),
-                tokens(row.output_tokens),
+                f"{row.tally.calls:,}",
+                tokens(row.tally.input_tokens),
+                tokens(row.tally.cache_creation_input_tokens),
+                tokens(row.tally.cache_read_input_tokens),
+                tokens(row.tally.output_tokens),
                 usd(row.cost),
             )
         )
 
     total = UsageRow("total", "")
     for row in report.rows:
-        total.calls += row.calls
-        total.input_tokens += row.input_tokens
-        total.cache_write_tokens += row.cache_write_tokens
-        total.cache_read_tokens += row.cache_read_tokens
-        total.output_tokens += row.output_tokens
+        total.tally.merge(row.tally)
     known, complete = report.total_cost
     cost = usd(known) if complete else f"{usd(known)} + —"
     total_cells = cells(total).rsplit("<td>", 1)[0] + f"<td>{cost}</td>"
@@ -342,7 +338,7 @@ def render(report: Report) -> str:
     span = (
         f"{escape(report.times[0])} – {escape(report.times[-1])}" if report.times else "no records"
     )
-    calls = sum(row.calls for row in report.rows)
+    calls = sum(row.tally.calls for row in report.rows)
     compactions = sum(len(lane.compactions) for lane in report.lanes)
     skipped = (
         f" · {report.skipped_lines:,} lines that are not JSON records skipped"

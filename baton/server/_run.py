@@ -26,6 +26,7 @@ from baton.actors.messages import (
 )
 from baton.actors.model_source import model_source_line
 from baton.actors.pipeline import AGENTS, Pipeline, open_pipeline
+from baton.actors.telemetry import open_telemetry
 from baton.errors import BatonError, CommandLineError, DiskFullFailure, NoSchedulerError
 from baton.runtime.actor import Actor
 from baton.runtime.disk_writes import DISK_FULL_RETRY
@@ -186,6 +187,7 @@ async def _serve(
             command_line_config, claim.workspace, options.mailbox
         )
         async with (
+            open_telemetry(config.telemetry),  # outermost: flushed after the drain
             Runtime.open(claim.workspace, config=config) as runtime,
             view.following(runtime.token_log),
             open_pipeline(
@@ -216,6 +218,7 @@ async def _serve(
                 await anyio.sleep_forever()
             with anyio.CancelScope(shield=True):  # the summary's last word on each scenario
                 await view.refresh_states(runtime)
+                await view.report_ended(runtime, pipeline)
             log.info("run.stopping", workspace=str(claim.workspace))
 
 

@@ -12,37 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from baton.actors.call_tally import CallTally, token_count
 from baton.actors.messages import SCHEDULER, ScenarioState
-from baton.actors.pricing import cost_usd
-from baton.context.usage import Usage
 from baton.runtime.logging import PROCESS_LOG
 from baton.runtime.token_log import TOKEN_LOG
 
 NO_SCENARIO = "(no scenario)"
-
-
-@dataclass(slots=True)
-class ModelTally:
-    """One model's calls and tokens in this run."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    output_tokens: int = 0
-
-    def usage(self) -> Usage:
-        """The four counts, as the pricing takes them."""
-        return Usage(
-            input_tokens=self.input_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens,
-            cache_read_input_tokens=self.cache_read_input_tokens,
-            output_tokens=self.output_tokens,
-        )
-
-    def cost(self, model: str) -> float | None:
-        """Estimated USD (docs/models.md, "Prices"); None when a price it needs is unknown."""
-        return cost_usd(model, self.usage())
 
 
 @dataclass(slots=True)
@@ -67,7 +42,7 @@ class AgentProgress:
 class RunTally:
     """Everything the view and the summary show, folded from token-log records."""
 
-    models: dict[str, ModelTally] = field(default_factory=dict)
+    models: dict[str, CallTally] = field(default_factory=dict)
     agents: dict[tuple[str, str], AgentProgress] = field(default_factory=dict)
     compactions: int = 0
     handoffs: int = 0
@@ -117,26 +92,21 @@ class RunTally:
 
     def _model_call(self, record: Mapping[str, Any], agent: AgentProgress) -> None:
         model = str(record.get("model") or "?")
-        fresh = _int(record, "input_tokens")
-        written = _int(record, "cache_creation_input_tokens")
-        read = _int(record, "cache_read_input_tokens")
-        output = _int(record, "output_tokens")
-        tally = self.models.setdefault(model, ModelTally())
-        tally.calls += 1
-        tally.input_tokens += fresh
-        tally.cache_creation_input_tokens += written
-        tally.cache_read_input_tokens += read
-        tally.output_tokens += output
+        fresh = token_count(record, "input_tokens")
+        written = token_count(record, "cache_creation_input_tokens")
+        read = token_count(record, "cache_read_input_tokens")
+        output = token_count(record, "output_tokens")
+        self.models.setdefault(model, CallTally()).add(record)
         agent.model = model
-        agent.turn = _int(record, "turn")
+        agent.turn = token_count(record, "turn")
         tools = record.get("tools") or []
         if tools:
             agent.last_tool = str(tools[-1])
         agent.input_tokens += fresh + written
         agent.cached_tokens += read
         agent.output_tokens += output
-        agent.context_tokens = _int(record, "context_tokens")
-        agent.compact_threshold = _int(record, "compact_threshold")
+        agent.context_tokens = token_count(record, "context_tokens")
+        agent.compact_threshold = token_count(record, "compact_threshold")
 
     @property
     def calls(self) -> int:
@@ -156,11 +126,6 @@ def counts_line(tally: RunTally) -> str:
     )
 
 
-def _int(record: Mapping[str, Any], key: str) -> int:
-    value = record.get(key)
-    return value if isinstance(value, int) else 0
-
-
 def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
@@ -174,14 +139,16 @@ def summary_lines(
     states: Iterable[ScenarioState] = (),
     *,
     workspace: Path = Path(),
+    reports: Mapping[str, Path] | None = None,
 ) -> list[str]:
-    """The end-of-run summary: calls and tokens per model, estimated cost, what was written."""
+    """The end-of-run summary: calls and tokens per model, estimated cost, what was written
+    (`reports`: the report written as each scenario ended)."""
     lines = [f"baton: summary · {counts_line(tally)}"]
     if tally.restarts or tally.dead_letters:
         lines.append(f"  {tally.restarts} restarts · {tally.dead_letters} dead letters")
     header = ("model", "calls", "input", "cache write", "cache read", "output", "cost")
     rows: list[tuple[str, ...]] = []
-    total = ModelTally()
+    total = CallTally()
     known_cost = 0.0
     unpriced: list[str] = []
     for model, counts in sorted(tally.models.items()):
@@ -201,11 +168,7 @@ def summary_lines(
                 "—*" if cost is None else _usd(cost),
             )
         )
-        total.calls += counts.calls
-        total.input_tokens += counts.input_tokens
-        total.cache_creation_input_tokens += counts.cache_creation_input_tokens
-        total.cache_read_input_tokens += counts.cache_read_input_tokens
-        total.output_tokens += counts.output_tokens
+        total.merge(counts)
     if rows:
         total_cost = _usd(known_cost) + ("*" if unpriced else "")
         if unpriced and known_cost == 0.0 and len(unpriced) == len(rows):
@@ -237,7 +200,7 @@ def summary_lines(
             )
     else:
         lines.append("  no model calls")
-    lines.extend(_artifact_lines(states, workspace))
+    lines.extend(_artifact_lines(states, workspace, reports or {}))
     lines.append(
         f"  logs: {workspace / PROCESS_LOG} · token log {workspace / TOKEN_LOG} "
         "(`baton tail` reads it)"
@@ -245,10 +208,14 @@ def summary_lines(
     return lines
 
 
-def _artifact_lines(states: Iterable[ScenarioState], workspace: Path) -> list[str]:
+def _artifact_lines(
+    states: Iterable[ScenarioState], workspace: Path, reports: Mapping[str, Path]
+) -> list[str]:
     lines: list[str] = []
     for state in states:
         lines.append(f"  {state.scenario}: {state.phase} (iteration {state.iteration})")
+        if state.scenario in reports:
+            lines.append(f"    report: {reports[state.scenario]}")
         if state.last_report is None:
             continue
         report = workspace / state.last_report
@@ -259,5 +226,5 @@ def _artifact_lines(states: Iterable[ScenarioState], workspace: Path) -> list[st
         )
         if iterations:
             lines.append(f"    iteration outputs: {', '.join(f'{path}/' for path in iterations)}")
-        lines.append(f"    last report: {report}")
+        lines.append(f"    last iteration report: {report}")
     return lines

@@ -18,6 +18,7 @@ import structlog
 
 from baton.actors.messages import SCHEDULER
 from baton.actors.pipeline import check_roles, open_pipeline
+from baton.actors.telemetry import open_telemetry
 from baton.errors import CommandLineError, UsageError
 from baton.runtime.runtime import Runtime
 from baton.runtime.settings import is_redis_url, redact_url
@@ -63,6 +64,7 @@ async def work(options: WorkerOptions, out: TextIO) -> None:
     async with anyio.create_task_group() as watcher:
         await watcher.start(watch_signals, stop)
         async with (
+            open_telemetry(config.telemetry),  # outermost: flushed after the drain
             Runtime.open(workspace, config=config) as runtime,
             open_pipeline(runtime, roles=roles) as pipeline,
         ):

@@ -27,6 +27,7 @@ from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTE
 from baton.server._dead_letter_models import MAX_LIMIT as MAX_DEAD_LETTERS
 from baton.server._dead_letter_models import render_dead_letters
 from baton.server._log_limits import quiet_event_loop
+from baton.server._memory_command import memory_commands
 from baton.server._render import render_scenario, render_status
 from baton.server._report_command import write_report
 from baton.server._tail_command import TailOptions, tail
@@ -148,6 +149,13 @@ async def _submit(args: argparse.Namespace) -> None:
             args.scenario, args.requirement, auto_approve=True if args.auto_approve else None
         )
         _print(render_scenario(state))
+
+
+async def _new(args: argparse.Namespace) -> None:
+    # Imported here, as for `run`: only this command writes a scenario folder.
+    from baton.actors.scenario_scaffold import new_scenario_command  # noqa: PLC0415
+
+    _print(await anyio.to_thread.run_sync(new_scenario_command, args.workspace, args.scenario))
 
 
 async def _tell(args: argparse.Namespace) -> None:
@@ -289,6 +297,35 @@ def _report_arguments(report: argparse.ArgumentParser) -> None:
     )
 
 
+def _submit_arguments(submit: argparse.ArgumentParser) -> None:
+    submit.add_argument("scenario", metavar="SCENARIO")
+    submit.add_argument("--requirement", metavar="TEXT")
+    submit.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="approve its Init → Execute handoffs without waiting for `baton approve`",
+    )
+
+
+NEW_HELP = (
+    "create scenarios/NAME/ in the workspace to start your own scenario: a commented "
+    "scenario.toml, the agents' prompts to edit under prompts/, an empty inputs/ folder; "
+    "prints the files and the next commands (a folder that already exists is refused)"
+)
+
+
+def _new_arguments(new: argparse.ArgumentParser) -> None:
+    new.add_argument("scenario", metavar="NAME", help="the scenario name, e.g. my_task")
+    new.add_argument(
+        "--dir",
+        dest="workspace",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="the workspace to create scenarios/NAME/ in, created if missing (the same as "
+        "--workspace; default: .)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `baton` argument parser; each sub-command stores its coroutine in `command`."""
     parser = _Parser(
@@ -308,7 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(command=handler)
         return sub
 
-    run_cmd = command("run", _run, "run the runtime in the workspace until SIGINT/SIGTERM")
+    run_cmd = command(
+        "run",
+        _run,
+        "run the runtime in the workspace until SIGINT/SIGTERM; as each scenario ends, write "
+        "its report to .baton/reports/<scenario>.html and print the path",
+    )
     run_cmd.add_argument("--submit", metavar="SCENARIO", help="submit SCENARIO once started")
     run_cmd.add_argument("--requirement", metavar="TEXT", help="the requirement for --submit")
     run_cmd.add_argument(
@@ -368,14 +410,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _log_format_argument(worker)
 
-    submit = command("submit", _submit, "submit a scenario to the scheduler")
-    submit.add_argument("scenario", metavar="SCENARIO")
-    submit.add_argument("--requirement", metavar="TEXT")
-    submit.add_argument(
-        "--auto-approve",
-        action="store_true",
-        help="approve its Init → Execute handoffs without waiting for `baton approve`",
+    _submit_arguments(
+        command(
+            "submit",
+            _submit,
+            "submit a scenario to the scheduler; a run stopped at its spend cap "
+            "(max_cost_usd) continues where it stopped once the cap is raised",
+        )
     )
+
+    _new_arguments(command("new", _new, NEW_HELP))
 
     for name, handler, help_text in (
         ("tell", _tell, "send a message to an actor"),
@@ -405,8 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     status = command(
         "status",
         _status,
-        "show actors, context fill, scenarios, pending approvals (with their design files and "
-        "the commands that decide them), dead letters",
+        "show actors, context fill, the conversations each agent works on, "
+        "each agent's last compaction (with its audit file), "
+        "scenarios, pending approvals (with their design files and the commands that decide "
+        "them), dead letters",
     )
     status.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -439,6 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
     reject = command("reject", _reject, "reject a scenario's pending handoff")
     reject.add_argument("scenario", metavar="SCENARIO")
     reject.add_argument("--reason", required=True, metavar="R", help="why; Init gets it back")
+
+    memory_commands(commands, common)
 
     command("stop", _stop, "stop the runtime gracefully and wait until it has exited")
     return parser
@@ -486,8 +534,8 @@ def main(argv: list[str] | None = None) -> int:
     handler: Command | None = getattr(args, "command", None)
     if handler is None:
         sys.stderr.write(
-            "baton: error: choose a command (run, worker, submit, tell, ask, tail, report, "
-            "show, approve, reject, dead-letters, stop) — see `baton --help`\n"
+            "baton: error: choose a command (run, worker, submit, new, tell, ask, tail, report, "
+            "show, approve, reject, dead-letters, memory, stop) — see `baton --help`\n"
         )
         return EXIT_USAGE
     # Restored on return: main() is also called in-process (tests, embedding scripts).

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar, overload
+from urllib.parse import quote
 
 import anyio
 import httpx2
@@ -31,6 +32,7 @@ from baton.errors import (
     RuntimeFailure,
     UsageError,
 )
+from baton.memory import MemoryEntry
 from baton.runtime._error_wire import rebuild_error
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.server._control_models import (
@@ -40,6 +42,7 @@ from baton.server._control_models import (
 )
 from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTERS
 from baton.server._dead_letter_models import DeadLetterList
+from baton.server._memory_models import DEFAULT_SEARCH_LIMIT, MemoryListing, MemorySearch
 from baton.server._workspace_claim import CONTROL_SOCKET, PID_FILE, read_pid
 
 M = TypeVar("M", bound=BaseModel)
@@ -153,7 +156,7 @@ class Client:
         *,
         body: Mapping[str, Any] | None = None,
         timeout: float | None = None,
-        params: Mapping[str, str | int] | None = None,
+        params: Mapping[str, str | int | Sequence[str]] | None = None,
     ) -> Any:
         try:
             response = await self._client().request(
@@ -291,6 +294,28 @@ class Client:
         """The newest `limit` dead letters (newest last) and how many there were in all."""
         raw = await self._request("GET", "/dead-letters", params={"limit": limit})
         return DeadLetterList.model_validate(raw)
+
+    async def memory_list(self, tags: Sequence[str] = ()) -> MemoryListing:
+        """Every long-term memory entry having all of `tags`, oldest first."""
+        raw = await self._request("GET", "/memory", params={"tag": list(tags)})
+        return MemoryListing.model_validate(raw)
+
+    async def memory_search(
+        self, query: str, *, tags: Sequence[str] = (), limit: int = DEFAULT_SEARCH_LIMIT
+    ) -> MemorySearch:
+        """The entries most relevant to `query` having all of `tags`, best first."""
+        params: dict[str, str | int | Sequence[str]] = {
+            "q": query,
+            "limit": limit,
+            "tag": list(tags),
+        }
+        raw = await self._request("GET", "/memory/search", params=params)
+        return MemorySearch.model_validate(raw)
+
+    async def memory_forget(self, entry_id: str) -> MemoryEntry:
+        """Forget one entry and return it; `UnknownMemoryError` when there is none."""
+        raw = await self._request("DELETE", f"/memory/{quote(entry_id, safe='')}")
+        return MemoryEntry.model_validate(raw)
 
     async def stop(self, *, wait: bool = True, timeout: float = STOP_TIMEOUT) -> None:
         """Ask the runtime to drain and exit; with `wait`, return once its process is gone."""

@@ -12,6 +12,8 @@ Endpoints (OpenAPI at `/openapi.json`, docs at `/docs`):
 | `POST /stop` | ask the process to stop gracefully | 202 |
 | `GET /tokens?follow=&actor=&event=` | token-log records as NDJSON | 200 |
 | `GET /dead-letters?limit=` | the newest dead letters, newest last | 200 |
+| `GET /memory?tag=`, `GET /memory/search?q=` | long-term memory entries, found entries | 200; 422 |
+| `DELETE /memory/{id}` | forget one entry (`baton.server._memory_api`) | 200; 404 422 |
 
 Any request can also get 408 (it did not arrive within `[server] request_timeout`), 413 (a
 body over `[server] max_body_bytes`), 415 (a body that is not JSON), 422 (an invalid body or
@@ -71,6 +73,7 @@ from baton.server._control_models import (
     utf8_safe,
 )
 from baton.server._dead_letter_api import dead_letter_routes
+from baton.server._memory_api import memory_routes
 from baton.server._openapi import ANY_ROUTE, control_openapi
 from baton.server._request_limits import RequestGuard, error_response, request_error
 from baton.server._tail import record_matches
@@ -265,6 +268,7 @@ async def _status_report(runtime: Runtime) -> StatusReport:
             restarts=actor.restarts,
             stop_reason=actor.stop_reason,
             context=runtime.context_providers.fill(actor.name),
+            working_on=list(actor.working_on),
         )
         for actor in runtime.status()
     ]
@@ -369,6 +373,7 @@ def create_control_app(
     _install_error_handlers(app)
     _process_routes(app, runtime, on_stop)
     dead_letter_routes(app, runtime)
+    memory_routes(app, runtime)
     _actor_routes(app, runtime)
     app.include_router(scenario_router(runtime))  # the pipeline's own routes
     _token_routes(app, runtime, closing if closing is not None else anyio.Event())

@@ -5,8 +5,9 @@ compactions at random points with summaries that succeed, are invalid, raise or 
 three strategies; both summary roles. Every composed payload (and every compaction payload)
 passes the validity checker, its estimate is exactly the estimator's figure for the whole
 payload (the incremental accounting re-counts nothing and misses nothing), replaying the
-journal rebuilds the same conversation, and (stride 1) a fresh strategy composes the same
-payload as the one that followed the conversation turn by turn.
+journal rebuilds the same conversation, and (stride 1, or `summarize` with any stride and
+`strip_batch_tokens`) a fresh strategy composes the same payload as the one that followed
+the conversation turn by turn.
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ def assert_thinking_goes_back(conversation: Conversation, payload: Payload) -> N
     schema_name=st.sampled_from(sorted(SUMMARY_SCHEMAS)),
     keep=st.integers(1, 5),
     stride=st.integers(1, 3),
+    batch=st.sampled_from([None, 400, 3_000]),
     threshold=st.integers(2_000, 20_000),
     with_system=st.booleans(),
     with_tools=st.booleans(),
@@ -113,6 +115,7 @@ def test_every_composed_payload_is_a_valid_request(
     schema_name: str,
     keep: int,
     stride: int,
+    batch: int | None,
     threshold: int,
     with_system: bool,
     with_tools: bool,
@@ -129,6 +132,8 @@ def test_every_composed_payload_is_a_valid_request(
     options: dict[str, Any] = {"refill": 1 / stride} if name == "sliding_window" else {}
     if name != "sliding_window":
         options["stride"] = stride
+    if name == "summarize":
+        options["strip_batch_tokens"] = batch
     seen: list[Payload] = []
     events: list[Any] = []
 
@@ -191,8 +196,12 @@ def test_every_composed_payload_is_a_valid_request(
             assert 4000 == payload["max_tokens"]
         replayed = Conversation.replay(records)
         assert conversation.model_dump() == replayed.model_dump()
-        if stride == 1 and conversation.awaiting_reply:
-            fresh = make_strategy(name, budget, summary_schema=SUMMARY_SCHEMAS[schema_name])
+        # The whole part's start is a function of the steps: a fresh strategy lays out the
+        # same request (summarize with any batching; the others with stride 1).
+        if (stride == 1 or name == "summarize") and conversation.awaiting_reply:
+            fresh = make_strategy(
+                name, budget, summary_schema=SUMMARY_SCHEMAS[schema_name], **options
+            )
             assert strategy.compose_payload(
                 system, tool_specs, conversation
             ) == fresh.compose_payload(system, tool_specs, conversation)

@@ -51,7 +51,7 @@ async def test_a_model_call_is_one_json_line_with_every_field(tmp_path: Path) ->
         "ts", "event", "actor", "scenario", "conversation", "model", "input_tokens",
         "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens",
         "context_tokens", "context_window", "compact_threshold", "fill", "latency_ms",
-        "stop_reason", "tools", "turn", "purpose", "thinking", "effort",
+        "stop_reason", "tools", "turn", "purpose", "thinking", "effort", "cost_usd",
     } == set(line)  # fmt: skip
     assert ("model.call", "init", "leave", "c1", 3) == (
         line["event"],
@@ -130,3 +130,13 @@ async def test_handoff_records_use_the_from_field(event: str) -> None:
         )
         record = await records.receive()
     assert ("init", "scheduler") == (record["from"], record["to"])
+
+
+async def test_drained_returns_once_every_emitted_record_is_written(tmp_path: Path) -> None:
+    """`drained()` waits for the writer: every record emitted before it is in the file."""
+    path = tmp_path / "tokens.jsonl"
+    async with TokenLog.open(path) as tokens:
+        for turn in range(50):
+            tokens.emit("model.call", **model_call(turn))
+        assert await tokens.drained()
+        assert list(range(50)) == [line["turn"] for line in read_token_log(path)]

@@ -160,7 +160,7 @@ def test_the_summary_names_each_scenarios_iteration_outputs_and_last_report(
         "  no model calls",
         f"  {SCENARIO}: completed (iteration 10)",
         f"    iteration outputs: {folders}",
-        f"    last report: {tmp_path / report}",
+        f"    last iteration report: {tmp_path / report}",
     ] == lines[1:5]
 
 

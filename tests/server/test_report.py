@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from baton.actors.pricing import ModelPrice, cost_usd
+from baton.context.usage import Usage
 from baton.errors import CommandLineError, UsageError
 from baton.runtime.token_records import ContextCompacted, HandoffSent, ModelCall
 from baton.server._report_data import build_report, load_report, select
@@ -17,6 +20,12 @@ from baton.server._report_html import MARKER_COLUMN, PLOT, _Axis, downsample, re
 from baton.server.cli import main
 
 SCENARIO = "leave"
+USAGE_KEYS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
 
 
 def call(
@@ -49,6 +58,8 @@ def call(
         latency_ms=1.0,
         stop_reason="tool_use",
         turn=0,
+        # As the agent writes it: from the package's prices (docs/models.md, "Prices").
+        cost_usd=cost_usd(model, Usage(**dict(zip(USAGE_KEYS, tokens, strict=True)))),
     ).model_dump(mode="json")
 
 
@@ -108,18 +119,18 @@ def test_token_counts_are_summed_per_agent_and_model() -> None:
     init = rows[("init", "claude-opus-5-5")]
     haiku = rows[("execute", "claude-haiku-5-5")]
     assert (2, 1_003, 6_000, 23_000, 7_500) == (
-        init.calls,
-        init.input_tokens,
-        init.cache_write_tokens,
-        init.cache_read_tokens,
-        init.output_tokens,
+        init.tally.calls,
+        init.tally.input_tokens,
+        init.tally.cache_creation_input_tokens,
+        init.tally.cache_read_input_tokens,
+        init.tally.output_tokens,
     )
     assert (2, 11, 2, 3, 24) == (
-        haiku.calls,
-        haiku.input_tokens,
-        haiku.cache_write_tokens,
-        haiku.cache_read_tokens,
-        haiku.output_tokens,
+        haiku.tally.calls,
+        haiku.tally.input_tokens,
+        haiku.tally.cache_creation_input_tokens,
+        haiku.tally.cache_read_input_tokens,
+        haiku.tally.output_tokens,
     )
     expected = [
         ("init", "claude-opus-5-5"),
@@ -292,6 +303,11 @@ def test_the_command_writes_the_page_and_prints_its_path(
     default = tmp_path / ".baton" / "reports" / "all.html"
     assert f"{default}\n" == capsys.readouterr().out
     assert default.read_text(encoding="utf-8").startswith("<!doctype html>")
+    # Under .baton/ the page is private like the rest of a run's state.
+    assert (0o600, 0o700) == (
+        stat.S_IMODE(default.stat().st_mode),
+        stat.S_IMODE(default.parent.stat().st_mode),
+    )
     out = tmp_path / "page.html"
     assert 0 == main(
         ["report", "--workspace", str(tmp_path), "--scenario", SCENARIO, "--out", str(out)]
@@ -312,3 +328,15 @@ def test_the_command_refuses_in_one_line(
     unknown = capsys.readouterr().err
     assert unknown.startswith("baton report: error: unknown scenario 'nope' — known: leave")
     assert [1, 1] == [missing.count("\n"), unknown.count("\n")]
+
+
+def test_the_cost_table_takes_the_calls_own_cost_and_prices_older_lines() -> None:
+    """A line's `cost_usd` (baton.toml's `[prices]` in it) wins; without one, tokens are
+    priced with the prices given."""
+    priced = {**call("2026-11-23T10:00:00Z", "init", tokens=(1_000_000, 0, 0, 0))}
+    priced["cost_usd"] = 9.0
+    older = call("2026-11-23T10:00:00Z", "execute", model="mine", tokens=(1_000_000, 0, 0, 0))
+    del older["cost_usd"]
+    rows = build_report([priced, older], "all", prices={"mine": ModelPrice.listed(3.0, 1.0)})
+    costs = {row.actor: row.cost for row in rows.rows}
+    assert {"init": 9.0, "execute": 3.0} == costs

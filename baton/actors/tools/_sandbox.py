@@ -50,6 +50,11 @@ def scenario_scope(scenario: str | None) -> Iterator[None]:
         _scenario.reset(token)
 
 
+def current_scenario() -> str | None:
+    """The scenario the current round works on (None: a conversation without one)."""
+    return _scenario.get()
+
+
 class Sandbox:
     """Maps model-supplied paths to real paths inside one workspace, or refuses them."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from baton.actors.tools.toolbox import Toolbox
+from baton.actors.tools.toolbox import Toolbox, ToolObserver
 from baton.context.payload import ToolResultBlock, ToolUseBlock
 from baton.context.tokens import estimate_json_tokens
 
@@ -13,10 +13,16 @@ READ = "Read"
 
 
 async def run_within_budget(
-    toolbox: Toolbox, uses: Sequence[ToolUseBlock], *, loaded: int, budget: int
+    toolbox: Toolbox,
+    uses: Sequence[ToolUseBlock],
+    *,
+    loaded: int,
+    budget: int,
+    observe: ToolObserver | None = None,
 ) -> tuple[list[ToolResultBlock], int]:
     """Run a step's tools; once `loaded` tokens of files reach `budget`, its `Read`s are
-    refused unrun. The results in call order, and the tokens loaded after this step."""
+    refused unrun. The results in call order, and the tokens loaded after this step.
+    `observe` wraps each call that runs (see `Toolbox.run_all`)."""
     refused: dict[str, ToolResultBlock] = {}
     if loaded >= budget:
         for use in uses:
@@ -32,7 +38,7 @@ async def run_within_budget(
                     ),
                 }
     run = [use for use in uses if use["id"] not in refused]
-    done = {r["tool_use_id"]: r for r in await toolbox.results(run)}
+    done = {r["tool_use_id"]: r for r in await toolbox.results(run, observe=observe)}
     for use in run:
         result = done[use["id"]]
         if use["name"] == READ and not result.get("is_error"):

@@ -8,7 +8,8 @@ Only cancellation from outside propagates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import anyio
@@ -22,6 +23,10 @@ from baton.errors import BatonError, UsageError, validation_problems
 log = structlog.get_logger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
+
+ToolObserver = Callable[[ToolUseBlock], AbstractContextManager[Callable[[bool], None]]]
+"""Wraps each call a toolbox runs (telemetry's `execute_tool` span, docs/telemetry.md): entered
+before the tool runs, and what it yields is told whether the call ended in error."""
 
 
 def _os_error_text(error: OSError) -> str:
@@ -106,12 +111,20 @@ class Toolbox:
             log.info("tool.error", tool=name, tool_use_id=block["id"])
         return outcome
 
-    async def run_all(self, blocks: Sequence[ToolUseBlock]) -> list[ToolOutcome]:
-        """Run the blocks concurrently; outcomes come back in the order of the blocks."""
+    async def run_all(
+        self, blocks: Sequence[ToolUseBlock], *, observe: ToolObserver | None = None
+    ) -> list[ToolOutcome]:
+        """Run the blocks concurrently; outcomes come back in the order of the blocks.
+        `observe(block)` is entered around each call and told whether it ended in error."""
         outcomes: list[ToolOutcome | None] = [None] * len(blocks)
 
         async def run_one(index: int) -> None:
-            outcomes[index] = await self.run(blocks[index])
+            if observe is None:
+                outcomes[index] = await self.run(blocks[index])
+                return
+            with observe(blocks[index]) as ended:
+                outcome = outcomes[index] = await self.run(blocks[index])
+                ended(outcome.is_error)
 
         async with anyio.create_task_group() as group:
             for index in range(len(blocks)):
@@ -120,9 +133,11 @@ class Toolbox:
         assert len(done) == len(blocks)  # every task stored its outcome before the group closed
         return done
 
-    async def results(self, blocks: Sequence[ToolUseBlock]) -> list[ToolResultBlock]:
+    async def results(
+        self, blocks: Sequence[ToolUseBlock], *, observe: ToolObserver | None = None
+    ) -> list[ToolResultBlock]:
         """`run_all`, as the `tool_result` blocks that answer `blocks`, in their order."""
-        outcomes = await self.run_all(blocks)
+        outcomes = await self.run_all(blocks, observe=observe)
         return [o.to_block(b["id"]) for o, b in zip(outcomes, blocks, strict=True)]
 
     def _refuse(self, block: ToolUseBlock, text: str) -> ToolOutcome:

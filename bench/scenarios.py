@@ -1,0 +1,107 @@
+"""Scenarios at once: N copies of leave_application submitted together to one pipeline.
+
+Run: python bench/scenarios.py [--scenarios 1 8] [--delay 0.5] [--mailbox memory]
+Each copy is the shipped scenario under another name (leave_00, leave_01, ...), played by the
+offline scripted model, every call of which answers after `--delay` seconds (a model's
+latency). Prints, per N, the time from the first submit to the last scenario's end, the model
+calls made, and the ratio to N = 1 (goal: 8 scenarios in at most 1.5x the time of one). The
+agents are keyed by conversation (docs/architecture.md, "Keyed actors"), so their rounds
+overlap; `--keys 1` runs them one conversation at a time, for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import structlog
+
+from baton import Runtime
+from baton.actors.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.actors.model import ModelResponse
+from baton.actors.offline_model import OfflineModel
+from baton.actors.pipeline import open_pipeline
+from baton.context.payload import Payload
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = "leave_application"
+
+
+def workspace(root: Path, names: list[str], *, keys: int, mailbox: str) -> Path:
+    """A workspace holding the shipped scenario once per name, every path renamed."""
+    source = ROOT / "scenarios" / SHIPPED
+    for name in names:
+        folder = root / "scenarios" / name
+        folder.mkdir(parents=True)
+        for file in ("offline_script.json", "scenario.toml"):
+            text = (source / file).read_text(encoding="utf-8")
+            (folder / file).write_text(text.replace(SHIPPED, name), encoding="utf-8")
+    agents = "".join(f"[actors.{a}]\nmax_concurrent_keys = {keys}\n" for a in ("init", "execute"))
+    (root / "baton.toml").write_text(f'[runtime]\nmailbox = "{mailbox}"\n{agents}')
+    return root
+
+
+def with_latency(delay: float) -> list[int]:
+    """Make every offline call answer after `delay` seconds; returns the call counter."""
+    original = OfflineModel.create
+    calls = [0]
+
+    async def create(model: OfflineModel, payload: Payload) -> ModelResponse:
+        calls[0] += 1
+        await anyio.sleep(delay)  # the model's latency, not a wait for a condition
+        return await original(model, payload)
+
+    OfflineModel.create = create  # type: ignore[method-assign]
+    return calls
+
+
+async def run(n: int, *, keys: int, mailbox: str, calls: list[int]) -> tuple[float, int, str]:
+    names = [f"leave_{i:02d}" for i in range(n)]
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = workspace(Path(tmp), names, keys=keys, mailbox=mailbox)
+        async with Runtime.open(ws) as rt, open_pipeline(rt, environ={}):
+            before = calls[0]
+            started = time.perf_counter()
+            for name in names:
+                await rt.ask("scheduler", StartScenario(scenario=name, auto_approve=True))
+            while True:
+                states = []
+                for name in names:
+                    state = await rt.ask("scheduler", ScenarioQuery(scenario=name))
+                    assert isinstance(state, ScenarioState)
+                    states.append(state)
+                if all(s.phase in ("completed", "failed") for s in states):
+                    break
+                await anyio.sleep(0.05)  # a benchmark's poll: 50 ms is its resolution
+            elapsed = time.perf_counter() - started
+            phases = ",".join(sorted({s.phase for s in states}))
+            return elapsed, calls[0] - before, phases
+
+
+async def main(counts: list[int], delay: float, keys: int, mailbox: str) -> None:
+    calls = with_latency(delay)
+    print(f"delay {delay:g} s per model call, max_concurrent_keys {keys}, mailbox {mailbox}")
+    print(f"{'scenarios':>9}  {'seconds':>8}  {'calls':>6}  {'vs one':>6}  phases")
+    one: float | None = None
+    for n in counts:
+        elapsed, made, phases = await run(n, keys=keys, mailbox=mailbox, calls=calls)
+        if n == 1:
+            one = elapsed
+        ratio = f"{elapsed / one:.2f}" if one else "-"
+        print(f"{n:>9}  {elapsed:>8.1f}  {made:>6}  {ratio:>6}  {phases}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--keys", type=int, default=8)
+    parser.add_argument("--mailbox", default="memory")
+    args = parser.parse_args()
+    logging.disable(logging.CRITICAL)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    anyio.run(main, args.scenarios, args.delay, args.keys, args.mailbox)

@@ -1,0 +1,251 @@
+"""The compaction audit files, `baton status`'s compaction lines, and the guard that stops
+compactions freeing too little (docs/context.md, "Compaction audit", "Ineffective
+compactions")."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from baton import Runtime
+from baton.actors._compaction_report import CompactionReports
+from baton.actors.agent_config import AgentConfig
+from baton.actors.compaction_audit import compaction_lines, last_compactions
+from baton.actors.config import parse_config
+from baton.actors.journal import FileJournalStore
+from baton.actors.messages import Prompt
+from baton.actors.roles import InitActor, agent_setup
+from baton.actors.scripted_model import Script, ScriptedModel
+from baton.context.conversation import Conversation
+from baton.context.records import Compaction
+from baton.context.strategy import ContextBudget
+from baton.errors import CompactionIneffectiveFailure, ConfigError
+from baton.server._control_models import StatusReport
+from baton.server._render import render_status
+from baton.testing import capture_token_log
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.lines.append({"event": event, **fields})
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+async def test_each_compaction_writes_a_private_audit_named_in_its_log_line(
+    tmp_path: Path,
+) -> None:
+    """The agent's compaction leaves `.baton/compactions/init/main/1.json` (0600 in 0700
+    directories) with the dropped steps' range and tools, the summary and the facts; the
+    `context.compacted` line names it and `baton status` shows it."""
+    big = "\n".join(f"line {n}: leave balance record {'x' * 80}" for n in range(200))
+    (tmp_path / "big.txt").write_text(big)
+    turns: list[Any] = [
+        {"tool_use": {"name": "Read", "input": {"path": "big.txt"}}},
+        {"tool_use": {"name": "Write", "input": {"path": "notes.md", "content": "# notes"}}},
+        {"tool_use": {"name": "Read", "input": {"path": "big.txt"}}},
+        "Round one done.",
+    ]
+    model = ScriptedModel(Script.model_validate({"actors": {"init": turns}}))
+    config = AgentConfig(
+        model="claude-opus-4-5",
+        context_window=40_000,
+        compact_threshold=12_000,
+        keep_recent_steps=2,
+    )
+    async with Runtime.open(tmp_path) as rt:
+        setup = agent_setup(
+            "init",
+            config,
+            workspace=tmp_path,
+            model=model,
+            journal=FileJournalStore(tmp_path),
+            token_log=rt.token_log,
+            write_paths=("notes.md",),
+        )
+        await rt.spawn("init", InitActor, setup)
+        with capture_token_log() as lines:
+            assert "Round one done." == await rt.ask("init", Prompt(text="summarise big.txt"))
+    compacted = [line for line in lines if line["event"] == "context.compacted"]
+    assert ".baton/compactions/init/main/1.json" == compacted[0]["audit"]
+    path = tmp_path / compacted[0]["audit"]
+    assert (0o600, 0o700, 0o700) == (
+        _mode(path),
+        _mode(path.parent),
+        _mode(tmp_path / ".baton" / "compactions"),
+    )
+    audit = json.loads(path.read_text())
+    assert (1, "init", "main") == (audit["compaction"], audit["actor"], audit["conversation"])
+    dropped = audit["dropped"]
+    assert 0 == dropped["first_seq"]
+    assert set(dropped["tools"]) <= {"Read", "Write"}
+    assert sum(dropped["tools"].values()) == dropped["steps"]
+    assert audit["summary"]
+    assert "notes.md" in {fact["value"] for fact in audit["facts"]}
+    assert ["init"] == list(last_compactions(tmp_path))
+    [line] = compaction_lines(tmp_path)
+    assert line.startswith("  init: last compaction #1 of main at ")
+    assert line.endswith(".baton/compactions/init/main/1.json")
+    report = StatusReport(
+        pid=1,
+        workspace=str(tmp_path),
+        actors=[],
+        scheduler=False,
+        scenarios=[],
+        pending_approvals=[],
+        dead_letters=0,
+        token_log=None,
+        token_records=0,
+    )
+    assert line in render_status(report).splitlines()
+
+
+async def test_an_agent_stops_compacting_and_fails_the_round_before_overflowing(
+    tmp_path: Path,
+) -> None:
+    """Keeping 8 steps whole of ~7K tokens each, compactions free under 0.9 x 12K: after two
+    the agent logs `context.compaction_ineffective`, compacts no more, and its handler fails
+    with the overflow message before the window (40K) is exceeded by a request."""
+    big = "\n".join(f"line {n}: leave balance record {'x' * 80}" for n in range(200))
+    for n in range(12):
+        (tmp_path / f"big{n}.txt").write_text(big)
+    turns: list[Any] = [
+        {"tool_use": {"name": "Read", "input": {"path": f"big{n}.txt"}}} for n in range(12)
+    ]
+    model = ScriptedModel(Script.model_validate({"actors": {"init": [*turns, "done"]}}))
+    config = AgentConfig(
+        model="claude-opus-4-5",
+        context_window=40_000,
+        compact_threshold=12_000,
+        keep_recent_steps=8,
+        max_output_tokens=1000,
+        min_compaction_gain=0.9,
+        load_budget_tokens=1_000_000,
+    )
+    async with Runtime.open(tmp_path) as rt:
+        setup = agent_setup(
+            "init",
+            config,
+            workspace=tmp_path,
+            model=model,
+            journal=FileJournalStore(tmp_path),
+            token_log=rt.token_log,
+        )
+        await rt.spawn("init", InitActor, setup)
+        with capture_token_log() as lines:
+            # Retried after the failure, the round resumes from the journal and finishes.
+            assert "done" == await rt.ask("init", Prompt(text="read them all"))
+    events = [line["event"] for line in lines]
+    stopped = events.index("context.compaction_ineffective")
+    failed = events.index("actor.restarted")
+    assert stopped < failed
+    assert 2 <= events[:stopped].count("context.compacted")
+    assert "context.compacted" not in events[stopped:failed]
+    ineffective = lines[stopped]
+    assert all(freed < 10_800 for freed in ineffective["freed_tokens"])
+    assert 10_800 == ineffective["min_gain_tokens"]
+    reason = lines[failed]["reason"]
+    assert "CompactionIneffectiveFailure: init: the context" in reason
+    assert "about to overflow its 40000-token window" in reason
+    sent = [line["context_tokens"] for line in lines[:failed] if line["event"] == "model.call"]
+    assert all(tokens < 40_000 for tokens in sent)
+
+
+def _conversation(context_tokens: int) -> Conversation:
+    conversation = Conversation(id="scenario:leave")
+    conversation.start_round("go")
+    conversation.append_step(
+        [{"type": "text", "text": "done"}], [], {"input_tokens": context_tokens}
+    )
+    return conversation
+
+
+def _record(before: int, after: int) -> Compaction:
+    return Compaction(
+        strategy="summarize",
+        mode="llm",
+        first_kept_seq=0,
+        tokens_before=before,
+        tokens_after=after,
+        kept_steps=1,
+        summary_tokens=10,
+        latency_ms=1.0,
+    )
+
+
+BUDGET = ContextBudget(context_window=200_000, compact_threshold=100_000, keep_recent_steps=2)
+
+
+async def test_two_weak_compactions_in_a_row_stop_compacting_and_log_the_figures() -> None:
+    """Freeing 5K and then 3K of a 100K threshold (floor 10K) stops the conversation
+    compacting, with one `context.compaction_ineffective` line giving the figures."""
+    sink = _Sink()
+    reports = CompactionReports(
+        actor=lambda: "execute", workspace=None, token_log=sink, min_gain=0.1
+    )
+    conversation = _conversation(110_000)
+    await reports.compacted(conversation, _record(120_000, 115_000), [], BUDGET)
+    assert reports.may_compact(conversation, BUDGET)
+    await reports.compacted(conversation, _record(113_000, 110_000), [], BUDGET)
+    assert not reports.may_compact(conversation, BUDGET)
+    ineffective = [line for line in sink.lines if line["event"] == "context.compaction_ineffective"]
+    assert [
+        {
+            "event": "context.compaction_ineffective",
+            "freed_tokens": [5_000, 3_000],
+            "min_gain_tokens": 10_000,
+            "compact_threshold": 100_000,
+            "context_tokens": conversation.context_tokens,
+            "context_window": 200_000,
+        }
+    ] == ineffective
+    assert [None, None] == [
+        line.get("audit") for line in sink.lines if line["event"] == "context.compacted"
+    ]
+
+
+async def test_a_good_compaction_between_weak_ones_resets_the_count() -> None:
+    """Weak, good, weak: never two weak ones in a row, so compacting goes on."""
+    sink = _Sink()
+    reports = CompactionReports(
+        actor=lambda: "execute", workspace=None, token_log=sink, min_gain=0.1
+    )
+    conversation = _conversation(110_000)
+    for before, after in ((120_000, 115_000), (150_000, 60_000), (113_000, 110_000)):
+        await reports.compacted(conversation, _record(before, after), [], BUDGET)
+    assert reports.may_compact(conversation, BUDGET)
+    assert [] == [line for line in sink.lines if line["event"] == "context.compaction_ineffective"]
+
+
+async def test_a_stopped_conversation_about_to_overflow_fails_with_a_clear_message() -> None:
+    """Once stopped, a context within max_output_tokens of the window fails the round."""
+    reports = CompactionReports(
+        actor=lambda: "execute", workspace=None, token_log=_Sink(), min_gain=0.1
+    )
+    conversation = _conversation(190_000)
+    for before, after in ((195_000, 192_000), (193_000, 190_000)):
+        await reports.compacted(conversation, _record(before, after), [], BUDGET)
+    with pytest.raises(
+        CompactionIneffectiveFailure, match=r"execute: the context .* about to overflow"
+    ):
+        reports.may_compact(conversation, BUDGET)
+
+
+def test_min_compaction_gain_is_a_validated_config_key() -> None:
+    """The key defaults to 0.1, takes a share below 1, and is refused (by name) otherwise."""
+    config = parse_config({"actors": {"execute": {"min_compaction_gain": 0.25}}})
+    assert (0.25, 0.1) == (
+        config.agent("execute").min_compaction_gain,
+        config.agent("init").min_compaction_gain,
+    )
+    with pytest.raises(ConfigError, match=r"actors\.execute\.min_compaction_gain"):
+        parse_config({"actors": {"execute": {"min_compaction_gain": 1.5}}})
