@@ -38,10 +38,11 @@ from typing import Any, Self, cast
 
 import anyio
 import structlog
-from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic
+from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic, DefaultAsyncHttpxClient
 from anthropic.types import Message
 
 from baton.actors.model import ModelLimits, ModelResponse, current_call
+from baton.actors.model_throttle import ModelThrottle
 from baton.context.model_rules import ModelRules, current_models, request_problems, rules_for
 from baton.context.payload import Payload
 from baton.context.usage import Usage
@@ -113,7 +114,16 @@ class AnthropicModel:
                 "no API key: set ANTHROPIC_API_KEY (or pass api_key=) to use Claude; without "
                 "one, baton runs the offline scripted model"
             )
-        options: dict[str, Any] = {"api_key": key, "max_retries": max_retries}
+        self._throttle = ModelThrottle(model, clock=clock, sleep=sleep)
+
+        async def saw(response: Any) -> None:
+            self._throttle.saw(response.status_code, response.headers)
+
+        options: dict[str, Any] = {
+            "api_key": key,
+            "max_retries": max_retries,
+            "http_client": DefaultAsyncHttpxClient(event_hooks={"response": [saw]}),
+        }
         if base_url is not None:
             options["base_url"] = base_url
         if timeout is not None:
@@ -160,6 +170,11 @@ class AnthropicModel:
         return self._rules
 
     @property
+    def throttle(self) -> ModelThrottle:
+        """The pause a 429 imposes on every request to this model."""
+        return self._throttle
+
+    @property
     def limiter(self) -> anyio.CapacityLimiter:
         """The concurrency limit; pass it to another instance to share it."""
         return self._limiter
@@ -191,6 +206,7 @@ class AnthropicModel:
             raise InvalidRequestError(problems)
         stream = body["max_tokens"] > self._stream_above
         async with self._limiter:
+            await self._throttle.wait()  # a 429 to any conversation holds back every one
             started = self._clock()
             message = await self._send(body, stream)
             latency_ms = max(0.0, (self._clock() - started) * 1000)

@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import importlib
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -120,6 +120,16 @@ def check_roles(roles: Sequence[str]) -> tuple[str, ...]:
     return tuple(role for role in AGENTS if role in roles)
 
 
+def model_concurrency(deployment: BatonConfig, roles: Iterable[str]) -> dict[str, int]:
+    """Calls in flight allowed per model: one client serves every agent on a model, sized
+    for the largest `max_concurrency` among them (README.md, "Configuration")."""
+    concurrency: dict[str, int] = {}
+    for role in roles:
+        config = deployment.agent(role)
+        concurrency[config.model] = max(concurrency.get(config.model, 0), config.max_concurrency)
+    return concurrency
+
+
 @asynccontextmanager
 async def open_pipeline(
     runtime: Runtime,
@@ -170,7 +180,9 @@ async def open_pipeline(
                 config.model,
                 context_window=config.context_window,
                 max_output_tokens=config.max_output_tokens,
-                max_concurrency=config.max_concurrency,
+                # One client per model, so one limiter and one 429 pause for every agent and
+                # conversation that calls it; its size is the largest the agents ask for.
+                max_concurrency=concurrency[config.model],
             )
             created: Model = await clients.enter_async_context(client)
             if record:
@@ -179,6 +191,7 @@ async def open_pipeline(
             return created
 
         deployment = BatonConfig.of(runtime.config)
+        concurrency = model_concurrency(deployment, roles)
         agents = [
             AgentModel(role, config, await model_for(config))
             for role in roles

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import signal
@@ -45,7 +46,7 @@ class RunOptions:
     """What `baton run` was asked to do."""
 
     workspace: Path
-    submit: str | None = None
+    submit: Sequence[str] = ()  # scenarios to submit once started, in this order
     requirement: str | None = None
     exit_when_idle: bool = False
     auto_approve: bool = False
@@ -146,7 +147,7 @@ async def _start(
 ) -> None:
     for name, actor_type in actors:
         await runtime.spawn(name, actor_type)
-    if options.submit is not None and not runtime.is_alive(SCHEDULER):
+    if options.submit and not runtime.is_alive(SCHEDULER):
         raise NoSchedulerError
     shared = ""
     if runtime.distributed is not None:
@@ -159,18 +160,20 @@ async def _start(
         flush=True,
     )
     workspace = runtime.workspace or options.workspace
-    source = await anyio.to_thread.run_sync(
-        lambda: model_source_line(
-            pipeline.offline, workspace, options.submit, record=options.record
+    scenarios: Sequence[str | None] = options.submit or [None]
+    for scenario in scenarios:
+        source = await anyio.to_thread.run_sync(
+            functools.partial(
+                model_source_line, pipeline.offline, workspace, scenario, record=options.record
+            )
         )
-    )
-    if source is not None:
-        print(f"baton: {source}", file=out, flush=True)
+        if source is not None:
+            print(f"baton: {source}", file=out, flush=True)
     for warning in [*runtime.warnings, *pipeline.warnings]:
         sys.stderr.write(f"baton: warning: {warning}\n")
-    if options.submit is not None:
+    for scenario in options.submit:
         start = StartScenario(
-            scenario=options.submit,
+            scenario=scenario,
             requirement=options.requirement,
             auto_approve=True if options.auto_approve else None,
         )
@@ -224,9 +227,12 @@ async def _serve(
 
 async def run(options: RunOptions, out: TextIO) -> None:
     """Serve the workspace until SIGINT/SIGTERM, `POST /stop`, or idleness if asked for."""
-    if options.requirement is not None and options.submit is None:
-        raise CommandLineError("--requirement goes with --submit SCENARIO; add the scenario")
-    if options.auto_approve and options.submit is None:
+    if options.requirement is not None and len(options.submit) != 1:
+        raise CommandLineError(
+            "--requirement goes with one --submit SCENARIO; "
+            + ("add the scenario" if not options.submit else "submit the others without it")
+        )
+    if options.auto_approve and not options.submit:
         raise CommandLineError("--auto-approve goes with --submit SCENARIO; add the scenario")
     actors = [load_actor_class(spec) for spec in options.actors]
     stop = anyio.Event()

@@ -116,7 +116,7 @@ async def _run(args: argparse.Namespace) -> None:
 
     options = RunOptions(
         workspace=Path(args.workspace),
-        submit=args.submit,
+        submit=tuple(args.submit or ()),
         requirement=args.requirement,
         exit_when_idle=args.exit_when_idle,
         auto_approve=args.auto_approve,
@@ -351,8 +351,15 @@ def build_parser() -> argparse.ArgumentParser:
         "run the runtime in the workspace until SIGINT/SIGTERM; as each scenario ends, write "
         "its report to .baton/reports/<scenario>.html and print the path",
     )
-    run_cmd.add_argument("--submit", metavar="SCENARIO", help="submit SCENARIO once started")
-    run_cmd.add_argument("--requirement", metavar="TEXT", help="the requirement for --submit")
+    run_cmd.add_argument(
+        "--submit",
+        metavar="SCENARIO",
+        action="append",
+        help="submit SCENARIO once started; repeat it to run several side by side",
+    )
+    run_cmd.add_argument(
+        "--requirement", metavar="TEXT", help="the requirement for --submit (one scenario)"
+    )
     run_cmd.add_argument(
         "--auto-approve",
         action="store_true",

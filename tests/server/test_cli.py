@@ -311,3 +311,25 @@ def test_a_payload_with_a_lone_surrogate_is_a_usage_error(
     err = capsys.readouterr().err.splitlines()
     assert ([2, 2], 2) == (codes, len(err))
     assert "baton tell: error: the Hello payload is not valid Unicode at 'name'" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["run", "--requirement", "r"], "--requirement goes with one --submit SCENARIO; add"),
+        (
+            ["run", "--submit", "a", "--submit", "b", "--requirement", "r"],
+            "--requirement goes with one --submit SCENARIO; submit the others without it",
+        ),
+        (["run", "--auto-approve"], "--auto-approve goes with --submit SCENARIO"),
+    ],
+)
+def test_run_options_that_need_a_submit_say_so_in_one_line(
+    argv: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--requirement` takes exactly one `--submit`; `--auto-approve` at least one (usage
+    errors: exit 2)."""
+    assert 2 == main([*argv, "--workspace", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert 1 == len(err.strip().splitlines()), err
+    assert says in err
