@@ -12,6 +12,7 @@ overflow the window. The count lives in the process: a restarted agent counts af
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,11 +58,15 @@ class CompactionReports:
         self._token_log = token_log
         self._min_gain = min_gain
         self._guards: dict[str, _Guard] = {}
-        self._held: ContextCompactedEvent | None = None
+        # Per task, not per agent: an agent compacts several conversations at once, each in
+        # its own task, and each line must carry its own conversation's figures.
+        self._held: ContextVar[ContextCompactedEvent | None] = ContextVar(
+            "held_compaction", default=None
+        )
 
     def hold(self, event: ContextCompactedEvent) -> None:
         """Keep the strategy's `context.compacted` event until its audit file is written."""
-        self._held = event
+        self._held.set(event)
 
     def may_compact(self, conversation: Conversation, budget: ContextBudget) -> bool:
         """False once compacting stopped helping; `CompactionIneffectiveFailure` when, on top
@@ -103,7 +108,8 @@ class CompactionReports:
                     facts=list(conversation.ledger),
                 ),
             )
-        held, self._held = self._held or record.event(), None
+        held = self._held.get() or record.event()
+        self._held.set(None)
         event = AuditedCompaction(**held.log_fields(), audit=audit)
         fields = event.log_fields()
         if audit is None:  # no workspace, no file: the line says nothing of one

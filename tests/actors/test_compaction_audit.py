@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from baton import Runtime
@@ -249,3 +250,33 @@ def test_min_compaction_gain_is_a_validated_config_key() -> None:
     )
     with pytest.raises(ConfigError, match=r"actors\.execute\.min_compaction_gain"):
         parse_config({"actors": {"execute": {"min_compaction_gain": 1.5}}})
+
+
+async def test_conversations_compacting_at_once_each_log_their_own_figures() -> None:
+    """An agent compacting two conversations at once (keyed concurrency) logs each
+    `context.compacted` line with the figures of its own conversation's compaction."""
+    sink = _Sink()
+    reports = CompactionReports(
+        actor=lambda: "execute", workspace=None, token_log=sink, min_gain=0.1
+    )
+    both_held = anyio.Event()
+    held = 0
+
+    async def compact(conversation: Conversation, record: Compaction) -> None:
+        nonlocal held
+        reports.hold(record.event())  # the strategy's event, as `compact()` emits it
+        held += 1
+        if held == 2:
+            both_held.set()
+        await both_held.wait()  # the other conversation's event is held meanwhile
+        await reports.compacted(conversation, record, [], BUDGET)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(compact, _conversation(90_000), _record(120_000, 60_000))
+        tasks.start_soon(compact, _conversation(90_000), _record(130_000, 70_000))
+    logged = sorted(
+        (line["tokens_before"], line["tokens_after"])
+        for line in sink.lines
+        if line["event"] == "context.compacted"
+    )
+    assert [(120_000, 60_000), (130_000, 70_000)] == logged
