@@ -155,7 +155,7 @@ class StartScenario(_Message):
         None, min_length=1, description="overrides the scenario's requirement (ScenarioConfig)"
     )
     auto_approve: bool | None = Field(
-        None, description="overrides the scenario's auto_approve for this run (HITL-1)"
+        None, description="overrides the scenario's auto_approve for this run (the approval gate)"
     )
 
 

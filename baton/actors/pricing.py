@@ -80,17 +80,8 @@ PRICES: Mapping[str, ModelPrice] = MappingProxyType(
         ),
         # Fable 5.1's cache-read price is not published here: costs with cache reads are "—".
         "claude-fable-5-1": ModelPrice.listed(10.0, 50.0),
-        # Known models whose prices baton does not state: their costs are "—".
-        "claude-haiku-5-5": UNKNOWN,
-        "claude-mythos-5-1": UNKNOWN,
-        "claude-opus-5": UNKNOWN,
-        "claude-sonnet-5": UNKNOWN,
-        "claude-opus-4-5": UNKNOWN,
-        "claude-sonnet-4-5": UNKNOWN,
-        "claude-haiku-4-5": UNKNOWN,
-        "claude-opus-4-1": UNKNOWN,
-        "claude-opus-4-0": UNKNOWN,
-        "claude-sonnet-4-0": UNKNOWN,
+        # Any other model (Haiku 5.5, the older ones) has no row: `price_for` gives UNKNOWN
+        # and its costs are "—".
         # The offline scripted model calls no API: it costs nothing.
         "offline-scripted": FREE,
         # Nor does a replay of a recording (docs/recordings.md).

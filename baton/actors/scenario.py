@@ -6,7 +6,6 @@ every scenario stood; a handoff already applied is recognised by its id and not 
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from baton.errors import (
     StateFileError,
     validation_problems,
 )
-from baton.runtime.settings import describe_errors
+from baton.runtime.settings import describe_errors, read_toml
 
 log = structlog.get_logger(__name__)
 
@@ -114,19 +113,9 @@ def load_scenario(
 
 
 def _read_scenario_file(path: Path) -> dict[str, Any]:
-    try:
-        if not path.is_file():
-            raise NoScenarioFileError(path.parent.name, path)
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc} — fix the file") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
-            f"{exc.start}) — save it as UTF-8"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not path.is_file():
+        raise NoScenarioFileError(path.parent.name, path)
+    return read_toml(path)
 
 
 class PendingHandoff(BaseModel):

@@ -23,6 +23,7 @@ from baton.actors.pricing import PRICES, ModelPrice, cost_usd
 from baton.actors.scenario import ScenarioConfig, ScenarioRecord, ScenarioStore
 from baton.context.usage import Usage
 from baton.errors import ConfigError, SpendCapReachedFailure
+from baton.runtime.token_log import rotated_files
 
 if TYPE_CHECKING:
     from baton.actors.config import BatonConfig
@@ -110,15 +111,7 @@ class SpendLedger:
     def read_token_log(self, path: Path) -> None:
         """Add the `model.call` lines of the token log at `path` (its rotated files first);
         a line without `cost_usd` (written before it existed) is priced from its tokens."""
-        backups = sorted(
-            (
-                (int(candidate.name[len(path.name) + 1 :]), candidate)
-                for candidate in path.parent.glob(f"{path.name}.*")
-                if candidate.name[len(path.name) + 1 :].isdigit()
-            ),
-            reverse=True,
-        )
-        for file in [*(backup for _, backup in backups), path]:
+        for file in [*rotated_files(path), path]:
             try:
                 # Line by line: the log and its backups may hold hundreds of megabytes.
                 with file.open(encoding="utf-8", errors="replace") as lines:

@@ -93,7 +93,7 @@ class InitToExecuteContext(ContextPackage):
 
     design_rationale: str | None = Field(None, description="Layer-1 design intent and trade-offs")
     design_iterations: list[dict[str, Any]] | None = Field(
-        None, description="the HITL-1 revision history"
+        None, description="the design's revision history across reviews"
     )
     known_constraints: list[str] | None = Field(None, description="constraints already known")
 

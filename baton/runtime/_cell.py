@@ -228,11 +228,7 @@ class ActorCell:
                     await mailbox.ack(delivery)
                 self.handled += 1
                 if self._failing:
-                    self._failing = False
-                    if self._room_waits:
-                        self._room_waits = 0
-                        self.stop_reason = None  # the wait for disk space is over
-                    self._tracker.succeeded()
+                    self._recovered()
                 if envelope.correlation_id is not None:
                     self._settle(envelope, value=result)
                 break
@@ -323,13 +319,17 @@ class ActorCell:
             await self.mailbox.ack(delivery)
         self.handled += 1
         if self._failing:
-            self._failing = False
-            if self._room_waits:
-                self._room_waits = 0
-                self.stop_reason = None  # the wait for disk space is over
-            self._tracker.succeeded()
+            self._recovered()
         if delivery.envelope.correlation_id is not None:
             self._settle(delivery.envelope, value=result)
+
+    def _recovered(self) -> None:
+        """A handler returned after failures (or waits for disk space): the streak is over."""
+        self._failing = False
+        if self._room_waits:
+            self._room_waits = 0
+            self.stop_reason = None  # the wait for disk space is over
+        self._tracker.succeeded()
 
     async def _on_unhandled(self, delivery: Delivery) -> None:
         envelope = delivery.envelope

@@ -194,12 +194,12 @@ def describe_errors(error: ValidationError, source: str) -> str:
     return f"invalid configuration in {source}: " + "; ".join(problems)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
     """The TOML file at `path`; a one-line `ConfigError` naming it when it cannot be read."""
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        raise ConfigError(f"{path} is not valid TOML: {exc} — fix the file") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
@@ -223,7 +223,7 @@ def read_config(
         path = workspace / CONFIG_FILE
         if path.is_file():
             source = str(path)
-            data = _read_toml(path)
+            data = read_toml(path)
     from_env = _env_overrides(os.environ if environ is None else environ)
     if from_env:
         source = f"{source} + BATON_* environment"

@@ -7,6 +7,7 @@ event loop on the disk. Rotation happens between whole lines: a line is never sp
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 from collections.abc import AsyncIterator
@@ -41,6 +42,20 @@ capture_sinks: list[list[dict[str, Any]]] = []
 """Lists that every validated record of every `TokenLog` in the process is also appended to
 (a copy each, `ts` included), while they are here: `baton.testing.capture_token_log()` adds
 and removes them. Empty unless something captures, which costs `emit` one truthiness check."""
+
+
+def rotated_files(path: Path) -> list[Path]:
+    """The rotated files `path.N` beside the token log at `path`, oldest (highest N) first:
+    rotation renames `.1` to `.2` and so on (docs/token-log.md)."""
+    prefix = f"{path.name}."
+    numbered = [
+        (int(suffix), candidate)
+        for candidate in path.parent.glob(f"{glob.escape(path.name)}.*")
+        if (suffix := candidate.name.removeprefix(prefix)).isascii()
+        and suffix.isdigit()
+        and candidate.is_file()
+    ]
+    return [candidate for _, candidate in sorted(numbered, reverse=True)]
 
 
 def _add_context(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:

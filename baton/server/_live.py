@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
@@ -59,15 +60,16 @@ def fill_figure(context_tokens: int, threshold: int, width: int = _BAR_WIDTH) ->
     return f"[{bar}] {short_tokens(context_tokens)} / {short_tokens(threshold)}"
 
 
-class _Screen:
+class _Screen(ABC):
     """Where progress goes: plain lines (`_PlainScreen`) or a live panel (`_LiveScreen`)."""
 
     out: TextIO
 
+    @abstractmethod
     def update(self, view: RunView, line: str | None) -> None:
-        raise NotImplementedError
+        """Show the view after a record, with `line` (a plain progress line) if it has one."""
 
-    def stop(self) -> None:
+    def stop(self) -> None:  # noqa: B027 - a no-op unless the screen holds the terminal
         """Leave the screen as it is, so that what follows prints below it."""
 
 

@@ -20,6 +20,7 @@ from baton.actors.agent_config import DEFAULT_AGENTS
 from baton.actors.messages import RUN_SEPARATOR, SCHEDULER, scenario_of
 from baton.errors import BatonError, CommandLineError
 from baton.runtime.settings import read_config
+from baton.runtime.token_log import rotated_files
 from baton.runtime.token_records import EVENTS
 from baton.server._tail import record_matches
 
@@ -125,16 +126,9 @@ class RunSeparators:
 
 
 def log_files(path: Path, *, rotated: bool) -> list[Path]:
-    """The token log's files oldest first: `tokens.jsonl.N` ... `.1`, then the current one
-    (the writer renames `.1` to `.2` and so on when it rotates; docs/token-log.md)."""
-    if not rotated:
-        return [path]
-    backups: list[tuple[int, Path]] = []
-    for candidate in path.parent.glob(f"{path.name}.*"):
-        suffix = candidate.name[len(path.name) + 1 :]
-        if suffix.isdigit() and candidate.is_file():
-            backups.append((int(suffix), candidate))
-    return [file for _, file in sorted(backups, reverse=True)] + [path]
+    """The token log's files oldest first: its rotated files when `rotated`, then the
+    current one."""
+    return [*rotated_files(path), path] if rotated else [path]
 
 
 EVENT_FAMILIES: tuple[str, ...] = tuple(sorted({event.split(".")[0] for event in EVENTS}))

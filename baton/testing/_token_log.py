@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 from collections.abc import Iterator
@@ -10,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from baton.runtime.token_log import TOKEN_LOG, capture_sinks
+from baton.runtime.token_log import TOKEN_LOG, capture_sinks, rotated_files
 
 
 @contextmanager
@@ -52,7 +51,7 @@ def read_token_log(
     path = Path(path_or_workspace)
     if path.is_dir():
         path = path / TOKEN_LOG
-    files = [*_rotated(path), path] if path.exists() else _rotated(path)
+    files = [*rotated_files(path), path] if path.exists() else rotated_files(path)
     if not files:
         raise FileNotFoundError(f"no token log at {path}")
     records: list[dict[str, Any]] = []
@@ -71,14 +70,3 @@ def read_token_log(
             elif not skip_torn:
                 raise ValueError(f"{file}:{number} is not a JSON record: {line[:200]!r}")
     return records
-
-
-def _rotated(path: Path) -> list[Path]:
-    """`path.N` files beside `path`, oldest (highest N) first."""
-    prefix = f"{path.name}."
-    numbered = [
-        (int(suffix), candidate)
-        for candidate in path.parent.glob(f"{glob.escape(path.name)}.*")
-        if (suffix := candidate.name.removeprefix(prefix)).isascii() and suffix.isdigit()
-    ]
-    return [candidate for _, candidate in sorted(numbered, reverse=True)]
