@@ -361,6 +361,10 @@ class Conversation(BaseModel):
         entry = step_entry(step, len(self.rounds) - 1)
         self._entries.append(entry)
         self._pin(step)
+        if step.layout is not None:
+            # The payload last composed is the one this step answers: a conversation rebuilt
+            # from its journal lays out its next summary request as the live one did.
+            self._composed_layout = step.layout
         if step.usage is not None:
             if step.sent_estimate is not None:
                 self._account.note_sent(step.sent_estimate)  # as the live call did

@@ -195,3 +195,21 @@ def test_a_replay_sizes_the_context_as_the_live_calls_did() -> None:
     replayed = Conversation.replay((json.loads(json.dumps(dump_record(r))) for r in records), "c1")
     assert live.account.calibration.ratio == replayed.account.calibration.ratio
     assert live.context_tokens == replayed.context_tokens
+
+
+async def test_a_replayed_conversation_composes_its_summary_request_as_the_live_one() -> None:
+    """The summary request keeps the layout of the request before it; a conversation rebuilt
+    from its journal (after a crash) knows that layout too, so it asks for the same summary."""
+    budget = ContextBudget(context_window=400_000, compact_threshold=200_000, keep_recent_steps=2)
+    live = Conversation(id="c1")
+    strategy = SummarizeStrategy(budget, stride=3, strip_batch_tokens=2_000)
+    records: list[Any] = [live.start_round("go")]
+    for _ in range(6):
+        strategy.compose_payload(SYSTEM, TOOLS, live)
+        records.append(tool_step(live, tools=1, result_chars=3_000))
+    replayed = Conversation.replay((json.loads(json.dumps(dump_record(r))) for r in records), "c1")
+    assert live.composed_layout is not None
+    assert live.composed_layout == replayed.composed_layout
+    fresh = SummarizeStrategy(budget, stride=3, strip_batch_tokens=2_000)
+    fresh._prefix_for(SYSTEM, TOOLS)  # the system and tools a resumed agent passes first
+    assert strategy.compaction_payload(live) == fresh.compaction_payload(replayed)
