@@ -70,6 +70,7 @@ async def test_everything_under_dot_baton_is_private_whatever_the_umask(
         ended = pipeline.next_scenario_end()
         await rt.ask("scheduler", StartScenario(scenario=NAME, auto_approve=True))
         await ended.wait()
+        await rt.token_log.drained()  # every record on disk: the log has rotated by now
         during = modes(tmp_path / ".baton")
     after = modes(tmp_path / ".baton")
     expected_files = {
