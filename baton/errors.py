@@ -143,6 +143,16 @@ class ActorDeadError(RuntimeFailure):
         super().__init__(f"actor {name!r} is not running ({reason}); respawn it or check status")
 
 
+class UndeliveredFailure(RuntimeFailure):
+    """Raised by a tool when a message its round must send found no running receiver
+    (a process starting or stopping): the round fails and is retried, and the model is not
+    told it made a mistake."""
+
+    def __init__(self, what: str, cause: BaseException) -> None:
+        self.cause = cause
+        super().__init__(f"{what} was not delivered: {cause}")
+
+
 class HandlerFailedError(RuntimeFailure):
     """Raised when the handler of an ask raised on every attempt; the cause is `__cause__`."""
 

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from anyio.abc import TaskGroup
 
+from baton.actors._background_summary import BackgroundSummary
 from baton.actors.journal import JournalStore
 from baton.actors.messages import scenario_of
 from baton.actors.model import ModelResponse
@@ -48,6 +50,13 @@ class ConversationState:
     pending_sent: int | None = None  # the raw estimate of the payload pending_response answers
     pending_layout: StepLayout | None = None  # and how that payload laid out the history
     pending_summary: str | None = None
+    pending_through: int | None = None  # the last step pending_summary's request showed
+    compacted_tokens: int = 0  # the context's size after its last compaction
+    # A summary asked for in the background (docs/context.md, "Background compaction"): the
+    # request in flight or answered, or, resumed after a crash took it, the history it showed.
+    background: BackgroundSummary | None = None
+    background_group: TaskGroup | None = None  # the open round's, which it runs in
+    precompact_snapshot: Conversation | None = None
     turn: int = 0
     budget: ContextBudget | None = None
     loaded_tokens: int = 0
@@ -83,11 +92,15 @@ def load_state(
     pending_sent: int | None = None
     pending_layout: StepLayout | None = None
     pending_summary: str | None = None
+    pending_through: int | None = None
+    precompaction: tuple[int, int] | None = None  # (records before it, compaction number)
+    compacted_tokens = 0
     budget: ContextBudget | None = None
     handed_off = False
     round_keys: set[str] = set()
     round_key: str | None = None
     length = 0
+    records = list(records)
     for record in records:
         length += 1
         kind = record.get("type")
@@ -101,7 +114,8 @@ def load_state(
             if kind == "step":
                 pending_response = None
             elif kind == "compaction":
-                pending_summary = None
+                pending_summary = pending_through = precompaction = None
+                compacted_tokens = int(record.get("tokens_after", 0))
         elif kind == "response" and record.get("turn") == conversation.next_seq:
             pending_response = ModelResponse.model_validate(record["response"])
             pending_sent = record.get("sent_estimate")
@@ -109,12 +123,25 @@ def load_state(
             pending_layout = None if layout is None else StepLayout.model_validate(layout)
         elif kind == "summary" and record.get("compaction") == conversation.compactions:
             pending_summary = str(record["text"])
+            through = record.get("through_seq")
+            pending_through = through if isinstance(through, int) else None
+        elif kind == "precompaction" and record.get("compaction") == conversation.compactions:
+            precompaction = (length - 1, conversation.compactions)
         elif kind == "handoff":
             handed_off = True
         elif kind == "budget":
             budget = ContextBudget.model_validate(
                 {**base_budget.model_dump(), **record["overrides"]}
             )
+    snapshot = None
+    if precompaction is not None and pending_summary is None:
+        # Asked for in the background, unanswered when the process stopped: the resumed
+        # agent asks again about the history that request showed, so the compaction keeps
+        # what the uninterrupted run kept.
+        shown = records[: precompaction[0]]
+        snapshot = Conversation.replay(
+            (r for r in shown if r.get("type") in RECORD_TYPES), conversation_id
+        )
     return ConversationState(
         id=conversation_id,
         conversation=conversation,
@@ -124,6 +151,9 @@ def load_state(
         pending_sent=pending_sent,
         pending_layout=pending_layout,
         pending_summary=pending_summary,
+        pending_through=pending_through,
+        compacted_tokens=compacted_tokens,
+        precompact_snapshot=snapshot,
         turn=conversation.next_seq,
         handed_off=handed_off,
         round_keys=round_keys,

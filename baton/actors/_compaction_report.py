@@ -68,6 +68,11 @@ class CompactionReports:
         """Keep the strategy's `context.compacted` event until its audit file is written."""
         self._held.set(event)
 
+    def compacting(self, conversation: Conversation) -> bool:
+        """False once compacting stopped helping (no summary is worth asking for)."""
+        guard = self._guards.get(conversation.id)
+        return guard is None or not guard.stopped
+
     def may_compact(self, conversation: Conversation, budget: ContextBudget) -> bool:
         """False once compacting stopped helping; `CompactionIneffectiveFailure` when, on top
         of that, the next turn could overflow the window."""

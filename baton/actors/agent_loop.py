@@ -31,6 +31,12 @@ import structlog
 from pydantic import BaseModel
 
 from baton.actors._agent_state import ConversationBook, ConversationState, load_state
+from baton.actors._background_summary import (
+    BackgroundSummary,
+    background_tasks,
+    hard_limit,
+    precompact_tokens,
+)
 from baton.actors._compaction_report import CompactionReports
 from baton.actors.agent_setup import AgentSetup, ToolHooks
 from baton.actors.budget_overrides import apply_overrides
@@ -54,9 +60,16 @@ from baton.context.records import (
 )
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
+from baton.context.summarize import ReadySummary, SummarizeStrategy
 from baton.context.summary_format import summary_schema_for
 from baton.context.tokens import estimate_json_tokens
-from baton.errors import ContextOverflowError
+from baton.errors import (
+    ActorDeadError,
+    ContextOverflowError,
+    MailboxClosedError,
+    UndeliveredFailure,
+    UnknownActorError,
+)
 from baton.runtime.actor import Actor
 
 log = structlog.get_logger(__name__)
@@ -226,30 +239,45 @@ class AgentLoop:
             current = _round_state.set(state)
             state.trace = round_trace(self.name, conversation, scenario)
             try:
-                if text is not None and (key is None or key not in state.round_keys):
-                    if state.conversation.awaiting_reply:
-                        await self._drive(state)  # an interrupted round finishes first
-                    await self.book.record(state, state.conversation.start_round(text, key=key))
-                    await self._register(
-                        state, [*facts, *self._patterns.facts([text], source="user")]
-                    )
-                    state.loaded_tokens = 0
-                    state.handed_off = False
-                    if key is not None:
-                        state.round_keys.add(key)
-                        state.round_key = key
-                elif text is not None:
-                    log.info("agent.request_redelivered", actor=self.name, key=key)
-                    if answered_before(state, key):
-                        return ""
-                return await self._drive(state)
+                async with background_tasks() as group:
+                    # A summary asked for in the background runs in the round; the round
+                    # ends once it is answered and journaled.
+                    state.background_group = group
+                    return await self._open_or_finish(state, text, key=key, facts=facts)
             except BaseException as error:
                 state.trace.fail(error)
                 raise
             finally:
+                state.background_group = None
+                if state.background is not None and not state.background.answered:
+                    state.background = None  # cancelled with a failed round: asked again
                 _round_state.reset(current)
                 state.trace.end()
                 state.trace = NO_TRACE
+
+    async def _open_or_finish(
+        self,
+        state: ConversationState,
+        text: str | None,
+        *,
+        key: str | None,
+        facts: Sequence[KeyFact],
+    ) -> str:
+        if text is not None and (key is None or key not in state.round_keys):
+            if state.conversation.awaiting_reply:
+                await self._drive(state)  # an interrupted round finishes first
+            await self.book.record(state, state.conversation.start_round(text, key=key))
+            await self._register(state, [*facts, *self._patterns.facts([text], source="user")])
+            state.loaded_tokens = 0
+            state.handed_off = False
+            if key is not None:
+                state.round_keys.add(key)
+                state.round_key = key
+        elif text is not None:
+            log.info("agent.request_redelivered", actor=self.name, key=key)
+            if answered_before(state, key):
+                return ""
+        return await self._drive(state)
 
     async def _drive(self, state: ConversationState) -> str:
         conversation = state.conversation
@@ -266,6 +294,7 @@ class AgentLoop:
             if response is None:
                 # Due already when a crash hit between a step and its compaction: compact now,
                 # as the uninterrupted run did, before paying for a call on the larger context.
+                await self._precompact_if_due(state)
                 await self._compact_if_due(state)
                 response, sent, layout = await self._next_response(state), None, None
             state.pending_response = state.pending_sent = state.pending_layout = None
@@ -291,6 +320,7 @@ class AgentLoop:
             await self._register(state, self._patterns.facts(results_text, source="tool"))
             calls += 1
             state.strategy.on_turn_complete(conversation)
+            await self._precompact_if_due(state)
             await self._compact_if_due(state)
         last = conversation.last_step
         return last.text if last is not None else ""
@@ -402,36 +432,173 @@ class AgentLoop:
 
     async def _compact_if_due(self, state: ConversationState) -> None:
         budget = state.budget or self.budget
-        if state.strategy.should_compact(
-            state.conversation, budget
-        ) and self._compactions.may_compact(state.conversation, budget):
-            await self._compact(state)
+        if not (
+            state.strategy.should_compact(state.conversation, budget)
+            and self._compactions.may_compact(state.conversation, budget)
+        ):
+            return
+        if await self._goes_on(state, budget):
+            return
+        await self._compact(state)
+
+    async def _goes_on(self, state: ConversationState, budget: ContextBudget) -> bool:
+        """Past the threshold, whether the agent works on instead of compacting now: its
+        summary, asked for in the background, is still being written (or was asked for
+        again, its first no longer fitting), and the context is below the hard limit
+        (docs/context.md, "Background compaction")."""
+        strategy, conversation = state.strategy, state.conversation
+        if not isinstance(strategy, SummarizeStrategy) or getattr(
+            self.setup.model, "answers_at_once", False
+        ):
+            return False
+        if conversation.context_tokens >= hard_limit(budget):
+            return False
+        job = state.background
+        if job is not None and not job.done.is_set():
+            return True
+        ready = await self._ready_summary(state, strategy)
+        if ready is None or strategy.fits(conversation, ready):
+            return False
+        # Answered, but too far behind to be used: asked for again, in the background.
+        log.info("agent.summary_refreshed", actor=self.name, through_seq=ready.through_seq)
+        state.background = None
+        state.pending_summary = state.pending_through = None
+        await self._precompact_if_due(state)
+        return state.background is not None
 
     async def _compact(self, state: ConversationState) -> None:
+        conversation = state.conversation
+        turn = conversation.next_seq
+        through = conversation.entries[-1].step.seq if conversation.entries else -1
+
         async def summarize(payload: Payload) -> str:
             if state.pending_summary is not None:
                 return state.pending_summary  # written before a crash: not paid for twice
-            turn = state.conversation.next_seq
-            response = await self._call(state, payload, turn=turn, purpose="compaction")
-            await self.book.append(
-                state,
-                {
-                    "type": "summary",
-                    "compaction": state.conversation.compactions,
-                    "text": response.text,
-                },
-            )
-            self._log_call(state, response, turn=turn, purpose="compaction")
-            return response.text
+            return await self._summary_call(state, payload, turn=turn, through_seq=through)
 
-        before = [entry.step for entry in state.conversation.entries]
-        compaction = await state.strategy.compact(state.conversation, summarize)
-        state.pending_summary = None
+        before = [entry.step for entry in conversation.entries]
+        strategy = state.strategy
+        strategy.use_prefix(await self._system_prompt(state), self._specs)
+        if isinstance(strategy, SummarizeStrategy):
+            ready = await self._ready_summary(state, strategy)
+            compaction = await strategy.compact(conversation, summarize, ready=ready)
+        else:
+            compaction = await strategy.compact(conversation, summarize)
+        state.pending_summary = state.pending_through = state.background = None
+        state.precompact_snapshot = None
+        state.compacted_tokens = compaction.tokens_after
         await self.book.append(state, dump_record(compaction))
         event = await self._compactions.compacted(
             state.conversation, compaction, before, state.budget or self.budget
         )
         state.trace.compacted(event)
+
+    async def _summary_call(
+        self, state: ConversationState, payload: Payload, *, turn: int, through_seq: int
+    ) -> str:
+        """Ask for a compaction's summary; journaled (with the last step its request showed)
+        before its `model.call` line, so a resumed agent never pays for it twice."""
+        compaction = state.conversation.compactions
+        response = await self._call(state, payload, turn=turn, purpose="compaction")
+        await self.book.append(
+            state,
+            {
+                "type": "summary",
+                "compaction": compaction,
+                "through_seq": through_seq,
+                "text": response.text,
+            },
+        )
+        self._log_call(state, response, turn=turn, purpose="compaction")
+        return response.text
+
+    async def _precompact_if_due(self, state: ConversationState) -> None:
+        """Past `precompact_at` of the threshold, ask for the summary in the background; the
+        compaction at the threshold uses it (docs/context.md, "Background compaction")."""
+        strategy, conversation = state.strategy, state.conversation
+        budget = state.budget or self.budget
+        group = state.background_group
+        if (
+            group is None
+            or not isinstance(strategy, SummarizeStrategy)
+            or budget.precompact_at >= 1
+            or state.background is not None
+            or state.pending_summary is not None
+        ):
+            return
+        system = await self._system_prompt(state)
+        snapshot = state.precompact_snapshot
+        if snapshot is not None:
+            # Resumed: the request the stopped process made, about the history it showed.
+            state.precompact_snapshot = None
+            asker = self._new_strategy(state.budget)
+            shown = snapshot
+        elif (
+            conversation.steps_since_compaction < 1
+            or not conversation.entries
+            or conversation.context_tokens <= precompact_tokens(budget, state.compacted_tokens)
+            or not self._compactions.compacting(conversation)
+        ):
+            return
+        else:
+            asker, shown = strategy, conversation
+            await self.book.append(
+                state,
+                {
+                    "type": "precompaction",
+                    "compaction": conversation.compactions,
+                    "through_seq": conversation.entries[-1].step.seq,
+                },
+            )
+        assert isinstance(asker, SummarizeStrategy)
+        asker.use_prefix(system, self._specs)
+        payload = asker.summary_request(shown)
+        job = BackgroundSummary(
+            compaction=conversation.compactions,
+            through_seq=shown.entries[-1].step.seq,
+            turn=shown.next_seq,
+            started=strategy.clock.now(),
+        )
+        state.background = job
+        group.start_soon(self._summarize_in_background, state, strategy, job, payload)
+
+    async def _summarize_in_background(
+        self,
+        state: ConversationState,
+        strategy: SummarizeStrategy,
+        job: BackgroundSummary,
+        payload: Payload,
+    ) -> None:
+        async def summarize(request: Payload) -> str:
+            return await self._summary_call(
+                state, request, turn=job.turn, through_seq=job.through_seq
+            )
+
+        try:
+            job.text, job.reason = await strategy.call_summarizer(summarize, payload)
+            job.answered = True
+        finally:
+            job.done.set()
+
+    async def _ready_summary(
+        self, state: ConversationState, strategy: SummarizeStrategy
+    ) -> ReadySummary | None:
+        """The summary asked for before this compaction, waited for if still on its way."""
+        job = state.background
+        if job is not None:
+            waiting = strategy.clock.now()
+            await job.done.wait()
+            waited_ms = max(0.0, (strategy.clock.now() - waiting) * 1000)
+            return ReadySummary(
+                job.text, job.through_seq, job.started, waited_ms=waited_ms, reason=job.reason
+            )
+        if state.pending_summary is None:
+            return None
+        entries = state.conversation.entries
+        through = state.pending_through
+        if through is None:  # journaled before summaries named their last step
+            through = entries[-1].step.seq if entries else -1
+        return ReadySummary(state.pending_summary, through, strategy.clock.now())
 
     async def set_budget(self, conversation: str, overrides: Mapping[str, Any]) -> None:
         """Give one conversation its own budget (a scenario's overrides), journaled; overrides
@@ -506,17 +673,23 @@ class AgentLoop:
         handoff_id = f"{self.name}:{state.id}:{round_key}:{state.turn}:{handoff.handoff_type}"
         # The handoff tool registered the paths it checked; the ids the package names too.
         await self._register(state, package_facts(handoff, source=handoff.handoff_type))
-        await self._host.actor_ref.peer(target).tell(
-            HandoffDelivered(
-                scenario=state.scenario or state.id,
-                conversation=state.id,
-                source=self.name,
-                handoff_id=handoff_id,
-                package=handoff,
-                dispatch_id=state.round_key,
-            ),
-            sender=self.name,
-        )
+        try:
+            await self._host.actor_ref.peer(target).tell(
+                HandoffDelivered(
+                    scenario=state.scenario or state.id,
+                    conversation=state.id,
+                    source=self.name,
+                    handoff_id=handoff_id,
+                    package=handoff,
+                    dispatch_id=state.round_key,
+                ),
+                sender=self.name,
+            )
+        except (ActorDeadError, MailboxClosedError, UnknownActorError) as error:
+            # Journaled as the tool's answer, "no such actor" would become the model's
+            # mistake for good; failing the round retries it from the journaled reply, and
+            # the handoff id lets the receiver take it once (docs/handoffs.md).
+            raise UndeliveredFailure(f"the {handoff.handoff_type} package", error) from error
         state.handed_off = True
         await self.book.append(state, {"type": "handoff", "handoff_id": handoff_id})
         sent = {

@@ -157,6 +157,13 @@ class StartScenario(_Message):
     auto_approve: bool | None = Field(
         None, description="overrides the scenario's auto_approve for this run (the approval gate)"
     )
+    continue_interrupted: bool = Field(
+        False,
+        description="true: a scenario that was active when the Scheduler started (a run a "
+        "stop or crash interrupted) is continued, never started again, even once that run "
+        "has ended; what `baton run --submit` sends, so repeating the command after a crash "
+        "resumes (docs/scenarios.md)",
+    )
 
 
 class Approve(_Message):

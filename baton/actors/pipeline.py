@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import importlib
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -20,6 +20,7 @@ import anyio
 import structlog
 
 from baton.actors.agent_config import AgentConfig
+from baton.actors.agent_setup import AgentSetup
 from baton.actors.config import BatonConfig
 from baton.actors.journal import FileJournalStore, JournalStore
 from baton.actors.memory_config import pipeline_memory
@@ -35,6 +36,7 @@ from baton.actors.scheduler_memory import SchedulerMemory
 from baton.actors.spend import SpendLedger, load_spend
 from baton.context.strategy import ContextBudget
 from baton.errors import NoScenarioModelError, RecordingNeedsKeyError, UsageError
+from baton.memory import MemoryStore
 from baton.runtime.runtime import Runtime
 
 log = structlog.get_logger(__name__)
@@ -204,51 +206,75 @@ async def open_pipeline(
         memory = await clients.enter_async_context(pipeline_memory(workspace, deployment.memory))
         spawned: list[str] = []
         try:
-            for role, agent in zip(roles, agents, strict=True):
-                setup = agent_setup(
-                    role,
-                    agent.config,
-                    workspace=workspace,
-                    model=agent.model,
-                    journal=journal,
-                    token_log=runtime.token_log,
-                    context_reporter=runtime.context_providers,
-                    write_paths=deployment.sandbox.write_paths,
-                    memory=memory,
-                    recall_limit=deployment.memory.recall_limit,
-                )
-                setup = dataclasses.replace(setup, spend=spend)
-                if model_retry is not None:
-                    setup = dataclasses.replace(setup, model_retry=model_retry)
-                if role == SCHEDULER:
-                    setup = dataclasses.replace(setup, purpose="task_summary")
-                    # Init's and Execute's budgets as configured, even when other processes
-                    # run them: submit checks a scenario's overrides against these.
-                    budgets = {
-                        agent: ContextBudget.model_validate(
-                            deployment.agent(agent), from_attributes=True
-                        )
-                        for agent in (INIT, EXECUTE)
-                    }
-                    await runtime.spawn(
+            # Messages left by a previous run are redelivered at once: no agent may hand
+            # off to a Scheduler not yet spawned, nor the Scheduler dispatch to an agent.
+            async with runtime.starting_together():
+                for role, agent in zip(roles, agents, strict=True):
+                    setup = agent_setup(
                         role,
-                        SchedulerActor,
-                        setup,
-                        workspace,
-                        pipeline._scenario_ended,
-                        budgets=budgets,
-                        on_warning=pipeline.warnings.append,
-                        check_model=check_model,
-                        memory=None
-                        if memory is None
-                        else SchedulerMemory(memory, deployment.memory, runtime.token_log),
+                        agent.config,
+                        workspace=workspace,
+                        model=agent.model,
+                        journal=journal,
+                        token_log=runtime.token_log,
+                        context_reporter=runtime.context_providers,
+                        write_paths=deployment.sandbox.write_paths,
+                        memory=memory,
+                        recall_limit=deployment.memory.recall_limit,
                     )
-                else:
-                    await runtime.spawn(role, InitActor if role == INIT else ExecuteActor, setup)
-                spawned.append(role)
+                    setup = dataclasses.replace(setup, spend=spend)
+                    if model_retry is not None:
+                        setup = dataclasses.replace(setup, model_retry=model_retry)
+                    if role == SCHEDULER:
+                        await _spawn_scheduler(
+                            runtime,
+                            pipeline,
+                            setup,
+                            deployment=deployment,
+                            check_model=check_model,
+                            memory=memory,
+                        )
+                    else:
+                        actor = InitActor if role == INIT else ExecuteActor
+                        await runtime.spawn(role, actor, setup)
+                    spawned.append(role)
             log.info("pipeline.started", mode=pipeline.mode, agents=spawned)
             yield pipeline
         finally:
-            for role in reversed(spawned):
+            # The agents first: a round finishing while they drain still hands off to a
+            # running Scheduler; a work order the Scheduler sends after that is saved in
+            # its outbox and sent again at the next start.
+            for role in sorted(spawned, key=lambda role: role == SCHEDULER):
                 if runtime.is_alive(role):
                     await runtime.stop(role)
+
+
+async def _spawn_scheduler(
+    runtime: Runtime,
+    pipeline: Pipeline,
+    setup: AgentSetup,
+    *,
+    deployment: BatonConfig,
+    check_model: Callable[[str], None] | None,
+    memory: MemoryStore | None,
+) -> None:
+    assert runtime.workspace is not None
+    # Init's and Execute's budgets as configured, even when other processes run them:
+    # submit checks a scenario's overrides against these.
+    budgets = {
+        agent: ContextBudget.model_validate(deployment.agent(agent), from_attributes=True)
+        for agent in (INIT, EXECUTE)
+    }
+    await runtime.spawn(
+        SCHEDULER,
+        SchedulerActor,
+        dataclasses.replace(setup, purpose="task_summary"),
+        runtime.workspace,
+        pipeline._scenario_ended,
+        budgets=budgets,
+        on_warning=pipeline.warnings.append,
+        check_model=check_model,
+        memory=None
+        if memory is None
+        else SchedulerMemory(memory, deployment.memory, runtime.token_log),
+    )

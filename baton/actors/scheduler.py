@@ -114,12 +114,14 @@ class SchedulerActor(Actor):
         self.artifacts = ArtifactStore(workspace)
         self.work = WorkOrders(self, self.summaries, self.store, setup.token_log, memory=memory)
         self.records: dict[str, ScenarioRecord] = {}
+        self._interrupted: set[str] = set()  # active when this Scheduler started
 
     async def on_start(self) -> None:
         # A task summary a crash interrupted is finished when the request that asked for it
         # is delivered again (its round is keyed by the work order): nothing to resume here.
         await self.summaries.start()
         self.records = await self.store.load_all()
+        self._interrupted = {name for name, record in self.records.items() if record.active}
         for error in self.store.damaged.values():
             if self.on_warning is not None:
                 self.on_warning(str(error))
@@ -148,6 +150,12 @@ class SchedulerActor(Actor):
         existing = self.records.get(message.scenario)
         if existing is not None and existing.active:
             return self._state(existing)
+        if message.continue_interrupted and message.scenario in self._interrupted:
+            # Its interrupted run ended from the messages it left, before this request was
+            # taken: that run was the one asked for.
+            self._interrupted.discard(message.scenario)
+            if existing is not None:
+                return self._state(existing)
         if existing is not None and existing.resume_phase is not None:
             return await self._resume(existing, await self._scenario_config(message))
         damage = await self.store.damage(message.scenario)
@@ -439,6 +447,12 @@ class SchedulerActor(Actor):
         record = self._waiting_on(message.scenario, message.conversation, message.source)
         latest = record.outbox.dispatch_id if record is not None and record.outbox else None
         if record is None or message.dispatch_id not in (None, latest):
+            log.info("scheduler.stale_cap_report", source=message.source, scenario=message.scenario)
+            return
+        cap = self._cap_of(record.config)
+        if cap is None or message.cap < cap:
+            # Reached under a cap raised since (a round resumed at start, before the
+            # submit that raised it was taken): the work order sent with the new cap runs.
             log.info("scheduler.stale_cap_report", source=message.source, scenario=message.scenario)
             return
         record.resume_phase = record.phase

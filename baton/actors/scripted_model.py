@@ -209,6 +209,7 @@ class ScriptedModel:
     """
 
     name = OFFLINE_MODEL_NAME
+    answers_at_once = True  # as OfflineModel: no latency to work through
 
     def __init__(
         self,

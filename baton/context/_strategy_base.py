@@ -99,6 +99,13 @@ class StrategyBase:
         conversation.note_layout(self._layout(conversation))
         return payload
 
+    def use_prefix(self, system: SystemPrompt, tools: Sequence[ToolSpec]) -> None:
+        """The system prompt and tools the next requests carry. `compose_payload` sets them
+        too; a compaction due before any request of this process (a conversation resumed
+        from its journal) needs them first, or its summary request and its kept-size
+        estimate would leave them out."""
+        self._prefix_for(system, tools)
+
     def _sync(self, conversation: Conversation) -> None:
         if conversation is not self._synced or conversation.revision != self._synced_revision:
             self._synced = conversation
@@ -279,6 +286,19 @@ class StrategyBase:
                 i += 1
         return self._prefix.tokens + lead.system_tokens + builder.tokens
 
+    def whole_from_tokens(self, conversation: Conversation, lead: Lead, from_seq: int) -> int:
+        """The compacted context's size after `lead` if every step from seq `from_seq` on
+        stays whole (long results cut as a compaction cuts them); 0 when there is none."""
+        spec = self.budget.truncation
+        kept: list[StepEntry] = []
+        for entry in conversation.entries:
+            if entry.step.seq >= from_seq:
+                step, cuts = truncate_step(entry.step, spec)
+                kept.append(step_entry(step, entry.round_index) if cuts else entry)
+        if not kept:
+            return 0
+        return conversation.account.calibration.apply(self._kept_raw(conversation, lead, kept))
+
     def finish_compaction(
         self,
         conversation: Conversation,
@@ -291,11 +311,14 @@ class StrategyBase:
         started: float,
         fallback_reason: str | None = None,
         expected_keep: int | None = None,
+        whole_from: int | None = None,
+        waited_ms: float | None = None,
     ) -> Compaction:
         """Keep `keep` steps (fewer while over target), apply, report; the record to journal.
 
         `summary_for(kept)` gives the summary text to carry (None: keep the current one) and
-        how it shows, when `kept` steps stay whole.
+        how it shows, when `kept` steps stay whole. Steps from seq `whole_from` on are never
+        dropped (a summary requested in the background does not cover them).
         """
         entries = conversation.entries
         if not entries:
@@ -311,7 +334,8 @@ class StrategyBase:
         target = self.budget.target_tokens
         summary, lead = summary_for(len(trimmed))
         tokens_after = calibration.apply(self._kept_raw(conversation, lead, trimmed))
-        while tokens_after > target and len(trimmed) > 1:
+        uncovered = 0 if whole_from is None else sum(e.step.seq >= whole_from for e in trimmed)
+        while tokens_after > target and len(trimmed) > max(1, uncovered):
             trimmed = trimmed[1:]
             summary, lead = summary_for(len(trimmed))
             tokens_after = calibration.apply(self._kept_raw(conversation, lead, trimmed))
@@ -339,6 +363,7 @@ class StrategyBase:
             kept_steps=len(trimmed),
             summary_tokens=summary_tokens,
             latency_ms=max(0.0, (self.clock.now() - started) * 1000),
+            waited_ms=waited_ms,
             fallback_reason=fallback_reason,
             warning=warning,
             # Every strategy shows the whole ledger under the cap once compacted.

@@ -35,6 +35,7 @@ class ContextCompactedEvent(_Event):
     summary_tokens: int = Field(ge=0)
     mode: CompactionMode
     latency_ms: float = Field(ge=0)
+    waited_ms: float = Field(0.0, ge=0)
     ledger_dropped: int = Field(0, ge=0)
 
 

@@ -72,6 +72,12 @@ class Compaction(_Record):
     kept_steps: int = Field(ge=0)
     summary_tokens: int = Field(ge=0)
     latency_ms: float = Field(ge=0)
+    waited_ms: float | None = Field(
+        None,
+        ge=0,
+        description="how long the agent waited for this compaction (its summary requested in "
+        "the background: only the part not yet done at the threshold); None: latency_ms",
+    )
     fallback_reason: str | None = Field(None, description="why the LLM summary was not used")
     warning: str | None = Field(None, description="set when fewer than N steps were kept")
     ledger_dropped: int = Field(
@@ -92,6 +98,7 @@ class Compaction(_Record):
             summary_tokens=self.summary_tokens,
             mode=self.mode,
             latency_ms=self.latency_ms,
+            waited_ms=self.latency_ms if self.waited_ms is None else self.waited_ms,
             ledger_dropped=self.ledger_dropped,
         )
 

@@ -88,6 +88,13 @@ class BudgetFields(BaseModel):
     ledger_max_tokens: int = Field(
         LEDGER_MAX_TOKENS, ge=1, description="the most the key-fact ledger may show, in tokens"
     )
+    precompact_at: float = Field(
+        0.85,
+        gt=0,
+        le=1,
+        description="the share of compact_threshold past which the summary is requested in "
+        "the background while the agent works on; 1: only at the threshold, while it waits",
+    )
 
     @model_validator(mode="after")
     def _threshold_inside_window(self) -> Self:
@@ -201,6 +208,11 @@ class ContextStrategy(Protocol):
         self, conversation: Conversation, budget: ContextBudget | None = None
     ) -> bool:
         """Whether to compact now: over the threshold, and a step arrived since the last one."""
+        ...
+
+    def use_prefix(self, system: SystemPrompt, tools: Sequence[ToolSpec]) -> None:
+        """The system prompt and tools the requests carry (set before a compaction that no
+        request of this process preceded)."""
         ...
 
     async def compact(self, conversation: Conversation, summarize: Summarizer) -> Compaction:

@@ -22,19 +22,35 @@ prefix from the cache (docs/context.md, "summarize").
 from __future__ import annotations
 
 from bisect import bisect_left
+from dataclasses import dataclass
 from typing import Any
 
 from baton.context._assembly import Builder, add_entry
 from baton.context._strategy_base import StrategyBase, recent_start
 from baton.context.caching import Anchor
 from baton.context.conversation import Conversation
-from baton.context.events import CompactionMode
+from baton.context.events import CompactionMode, ContextWarningEvent
 from baton.context.fallback import fallback_summary
+from baton.context.payload import Payload
 from baton.context.records import Compaction
 from baton.context.steps import StepLayout
 from baton.context.strategy import Summarizer
 from baton.context.summary_format import parse_summary, summary_json
 from baton.errors import SummaryFailure, UsageError
+
+
+@dataclass(frozen=True)
+class ReadySummary:
+    """A summary requested before the compaction that uses it: in the background past
+    `precompact_at`, or journaled before a crash. `text` None: the request failed or timed
+    out (`reason`), and the extractive fallback replaces it."""
+
+    text: str | None
+    through_seq: int  # the last step the request showed
+    started: float = 0.0  # when it was requested, on the strategy's clock
+    waited_ms: float = 0.0  # how long the agent waited for it at the threshold
+    reason: str = ""
+
 
 BATCH_SHARE_OF_THRESHOLD = 4
 """`strip_batch_tokens` is capped at the compaction threshold divided by this."""
@@ -150,19 +166,71 @@ class SummarizeStrategy(StrategyBase):
                 i += 1
         return [history_end]
 
-    async def compact(self, conversation: Conversation, summarize: Summarizer) -> Compaction:
-        """Ask for the summary on the same payload; fall back to extraction if it fails."""
+    def fits(self, conversation: Conversation, ready: ReadySummary) -> bool:
+        """Whether `ready` can be used now: with the steps appended since its request kept
+        whole beside it, the context would end under the threshold."""
+        if ready.text is None:
+            return True  # the fallback replaces it, about everything
+        lead = self._summary_lead(ready.text, self.compact_prompt)
+        tokens = self.whole_from_tokens(conversation, lead, ready.through_seq + 1)
+        return tokens < self.budget.compact_threshold
+
+    def _still_fits(self, conversation: Conversation, ready: ReadySummary) -> ReadySummary | None:
+        """`ready`, unless the steps appended since its request, which must stay whole, would
+        leave the context over the threshold with it (the next step would compact again):
+        then it is dropped (a warning says so) and the summary is asked for again, about
+        everything. Over the target but under the threshold, it is used (with the warning
+        any compaction over its target gives)."""
+        assert ready.text is not None
+        lead = self._summary_lead(ready.text, self.compact_prompt)
+        newer = sum(e.step.seq > ready.through_seq for e in conversation.entries)
+        tokens = self.whole_from_tokens(conversation, lead, ready.through_seq + 1)
+        target = self.budget.target_tokens
+        if tokens < self.budget.compact_threshold:
+            return ready
+        self.on_event(
+            ContextWarningEvent(
+                reason=f"the summary asked for in the background leaves {newer} newer steps "
+                f"({tokens} tokens with it) over the threshold: asked for again",
+                kept_steps=newer,
+                keep_recent_steps=self.budget.keep_recent_steps,
+                tokens_after=tokens,
+                target_tokens=target,
+            )
+        )
+        return None
+
+    def summary_request(self, conversation: Conversation) -> Payload:
+        """The compaction request for the history as it stands: the turn payload laid out as
+        the request before it (so its prefix is read from the cache), the compact prompt
+        after it. Asked for at the threshold, or in the background before it."""
+        self._sync(conversation)
+        self._reuse = conversation.composed_layout
+        try:
+            return self.compaction_payload(conversation)
+        finally:
+            self._reuse = None
+
+    async def compact(
+        self,
+        conversation: Conversation,
+        summarize: Summarizer,
+        *,
+        ready: ReadySummary | None = None,
+    ) -> Compaction:
+        """Ask for the summary on the same payload (or take the one `ready`, requested
+        earlier); fall back to extraction if it failed."""
         if not conversation.entries:
             raise UsageError("nothing to compact: the conversation holds no step yet")
         self._sync(conversation)
-        started = self.clock.now()
+        if ready is not None and ready.text is not None:
+            ready = self._still_fits(conversation, ready)
+        started = self.clock.now() if ready is None else ready.started
         tokens_before = conversation.context_tokens
-        self._reuse = conversation.composed_layout
-        try:
-            payload = self.compaction_payload(conversation)
-        finally:
-            self._reuse = None
-        text, reason = await self.call_summarizer(summarize, payload)
+        if ready is None:
+            text, reason = await self.call_summarizer(summarize, self.summary_request(conversation))
+        else:
+            text, reason = ready.text, ready.reason
         data: dict[str, Any] | None = None
         if text is not None:
             try:
@@ -183,13 +251,23 @@ class SummarizeStrategy(StrategyBase):
             summary = summary_json(fallback)
             mode = "fallback"
         lead = self._summary_lead(summary, self.compact_prompt)
+        keep = self.budget.keep_recent_steps
+        whole_from = None
+        if ready is not None:
+            # The recent N stay whole, and so do all the steps after those the summary's
+            # request showed, however many: it says nothing of them.
+            whole_from = ready.through_seq + 1
+            keep = max(keep, sum(e.step.seq >= whole_from for e in conversation.entries))
         return self.finish_compaction(
             conversation,
-            keep=self.budget.keep_recent_steps,
+            keep=keep,
             summary_for=lambda _: (summary, lead),
             prompt=self.compact_prompt,
             mode=mode,
             tokens_before=tokens_before,
             started=started,
             fallback_reason=reason if mode == "fallback" else None,
+            expected_keep=keep,
+            whole_from=whole_from,
+            waited_ms=None if ready is None else ready.waited_ms,
         )

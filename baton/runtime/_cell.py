@@ -92,8 +92,10 @@ class ActorCell:
         dead_letters: DeadLetterSink,
         token_log: TokenLog,
         reply_elsewhere: ReplyElsewhere | None = None,
+        gate: anyio.Event | None = None,
     ) -> None:
         self.name = name
+        self._gate = gate
         self.ref = ref
         self.mailbox = mailbox
         self.pending: dict[str, PendingAsk] = {}
@@ -166,6 +168,10 @@ class ActorCell:
                 self.instance = await self._start_instance()
                 self.state = ActorState.RUNNING
                 task_status.started()
+                if self._gate is not None:
+                    # Spawned with others that it may tell (docs/runtime.md, "Starting
+                    # together"): no message is handled before they are all registered.
+                    await self._gate.wait()
                 limit = self.instance.actor_max_concurrent_keys
                 if limit > 1:
                     await self._keyed_loop(self.instance, limit)

@@ -120,6 +120,9 @@ class TokenLog:
         self._unwritten = 0  # records given up on because the disk was full at the end
         self._logger = structlog.wrap_logger(
             self._enqueue,
+            # Its own wrapper, not the global one: a level filter an application configures
+            # for structlog must not drop token-log records (docs/token-log.md).
+            wrapper_class=structlog.BoundLogger,
             processors=[
                 _add_context,
                 structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),

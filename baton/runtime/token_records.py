@@ -60,7 +60,13 @@ class ContextCompacted(_Record):
     kept_steps: int = Field(ge=0, description="recent steps kept whole")
     summary_tokens: int = Field(ge=0)
     mode: Literal["llm", "fallback"] = Field(description="llm summary, or the extractive fallback")
-    latency_ms: float = Field(ge=0)
+    latency_ms: float = Field(ge=0, description="from the summary request to the compaction")
+    waited_ms: float = Field(
+        0.0,
+        ge=0,
+        description="how long the agent waited for it: latency_ms when the summary was asked "
+        "for at the threshold, less when it was asked for in the background (precompact_at)",
+    )
     ledger_dropped: int = Field(
         0, ge=0, description="key facts the ledger's token cap left out (0: every fact kept)"
     )

@@ -176,6 +176,7 @@ async def _start(
             scenario=scenario,
             requirement=options.requirement,
             auto_approve=True if options.auto_approve else None,
+            continue_interrupted=True,
         )
         state = await runtime.ask(SCHEDULER, start, timeout=30)
         print(f"submitted {render_scenario(state)}", file=out, flush=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
+import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
 
@@ -23,6 +24,7 @@ from baton.actors.tools import Sandbox, Toolbox, ToolOutcome, file_tools
 from baton.context.agent_context import AgentContext
 from baton.context.strategy import ContextBudget
 from baton.context.validation import validate_request
+from baton.runtime.supervision import SupervisorPolicy
 from baton.testing import capture_token_log
 
 
@@ -439,3 +441,59 @@ async def test_a_work_order_delivered_again_runs_one_round(tmp_path: Path) -> No
     # The repeated order re-reports its round end (it may have been lost); the Scheduler
     # dedupes by dispatch id.
     assert ["leave#1", "leave#1", "leave#2"] == [e.dispatch_id for e in ended]
+
+
+async def test_a_handoff_nobody_can_receive_fails_the_round_and_is_delivered_on_retry(
+    tmp_path: Path,
+) -> None:
+    """With no Scheduler running (a process starting or stopping), the handoff is not the
+    model's mistake: nothing is journaled as its tool result, the round fails, and its retry
+    delivers the package once from the journaled reply, without calling the model again."""
+    design = "scenarios/leave/"
+    files = {
+        "unified_scenario_design_path": f"{design}unified_scenario_design.yaml",
+        "business_rules_path": f"{design}BusinessRules.md",
+        "format_specifications_path": f"{design}format_specifications.json",
+    }
+    model = scripted(
+        [
+            {"tool_use": [write(path, "x: 1\n")["tool_use"] for path in files.values()]},
+            {
+                "tool_use": {
+                    "name": "handoff_to_execute",
+                    "input": {"user_requirement": "请假申请", "design_artifacts": files},
+                }
+            },
+            "Handed off.",
+        ]
+    )
+    received: list[HandoffDelivered] = []
+    journal = FileJournalStore(tmp_path)
+    policy = SupervisorPolicy(max_attempts=2, backoff_initial=0.5)
+    async with Runtime.open(tmp_path, policy=policy) as rt:
+        setup = agent_setup(
+            "init",
+            config(),
+            workspace=tmp_path,
+            model=model,
+            journal=journal,
+            token_log=rt.token_log,
+        )
+        await rt.spawn("init", InitActor, setup)
+        context = AgentContext(task_summary="design it")
+        await rt.tell(
+            "init", Dispatch(scenario="leave", conversation="leave", agent_context=context)
+        )
+        with anyio.fail_after(10):
+            while not any(s.failures for s in rt.status() if s.name == "init"):
+                await anyio.lowlevel.checkpoint()
+        await rt.spawn("scheduler", Recorder, received)  # before the retry's backoff ends
+        with anyio.fail_after(10):
+            while not received:
+                await anyio.lowlevel.checkpoint()
+    steps = [r["step"] for r in await journal.read("init", "leave") if r["type"] == "step"]
+    assert [False] == [r["is_error"] for r in steps[1]["results"]]
+    assert [("leave", "init_to_execute")] == [
+        (r.scenario, r.package.handoff_type) for r in received
+    ]
+    assert [0, 1, 2] == [call.context.turn for call in model.calls]

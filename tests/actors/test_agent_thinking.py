@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from structlog.testing import capture_logs
@@ -85,3 +86,16 @@ async def test_a_twenty_step_thinking_loop_compacts_twice_and_no_request_is_refu
         if isinstance(block, dict) and block.get("type") == "thinking"
     ]
     assert any(text.startswith("Considering:") for text in issued)  # there was text to leak
+    # The summaries were asked for in the background (the default `precompact_at`), in the
+    # middle of the loop: each such request sends the last reply back thinking first, as a
+    # continuation must, and the stand-in took every one.
+    records = await FileJournalStore(tmp_path).read("init", "main")
+    asked = [r["through_seq"] for r in records if r["type"] == "precompaction"]
+    assert 2 <= len(asked)
+    summary_requests = [
+        r
+        for r in requests
+        if "请对当前工作进行总结" in json.dumps(r.body["messages"][-1], ensure_ascii=False)
+    ]
+    assert len(asked) <= len(summary_requests)
+    assert all(r.body["messages"][-2]["content"][0]["type"] == "thinking" for r in summary_requests)

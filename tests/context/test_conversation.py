@@ -213,3 +213,29 @@ async def test_a_replayed_conversation_composes_its_summary_request_as_the_live_
     fresh = SummarizeStrategy(budget, stride=3, strip_batch_tokens=2_000)
     fresh._prefix_for(SYSTEM, TOOLS)  # the system and tools a resumed agent passes first
     assert strategy.compaction_payload(live) == fresh.compaction_payload(replayed)
+
+
+async def test_a_compaction_due_before_any_request_of_a_resumed_process_is_the_live_one() -> None:
+    """A process that resumes a conversation and compacts before its first request (the
+    journaled reply that crossed the threshold is replayed) asks with the system prompt and
+    tools, and keeps the same steps, as the process that was killed would have."""
+    budget = ContextBudget(context_window=60_000, compact_threshold=9_000, keep_recent_steps=3)
+    live = Conversation(id="c1")
+    strategy = SummarizeStrategy(budget)
+    records: list[Any] = [live.start_round("go")]
+    for _ in range(6):
+        strategy.compose_payload(SYSTEM, TOOLS * 40, live)
+        records.append(tool_step(live, tools=1, result_chars=4_000))
+    replayed = Conversation.replay((json.loads(json.dumps(dump_record(r))) for r in records), "c1")
+    text = summary_text(InitSummary)
+    asked: list[Any] = []
+    live_record = await strategy.compact(live, fixed_summarizer(text, asked))
+    resumed = SummarizeStrategy(budget)
+    resumed.use_prefix(SYSTEM, TOOLS * 40)
+    resumed_record = await resumed.compact(replayed, fixed_summarizer(text, asked))
+    assert asked[0] == asked[1]
+    assert SYSTEM in json.dumps(asked[1]["system"])
+    assert (live_record.first_kept_seq, live_record.tokens_after) == (
+        resumed_record.first_kept_seq,
+        resumed_record.tokens_after,
+    )

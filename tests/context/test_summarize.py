@@ -28,7 +28,7 @@ from baton.context.events import (
 from baton.context.payload import Payload
 from baton.context.records import Compaction
 from baton.context.strategy import ContextBudget
-from baton.context.summarize import SummarizeStrategy
+from baton.context.summarize import ReadySummary, SummarizeStrategy
 from baton.context.summary_format import COMPACT_PROMPT, ExecuteSummary, InitSummary
 
 
@@ -259,9 +259,11 @@ async def test_compacted_event_carries_design_fields() -> None:
         "summary_tokens",
         "mode",
         "latency_ms",
+        "waited_ms",
         "ledger_dropped",
     } == set(event.log_fields())
     assert 0 < event.summary_tokens
+    assert event.latency_ms == event.waited_ms  # asked for at the threshold: all waited
 
 
 @pytest.mark.parametrize(
@@ -391,3 +393,40 @@ def test_stride_lets_the_recent_part_grow_before_the_boundary_moves() -> None:
             assert previous == grew[: len(previous)]
         previous = grew
     assert [1, 2, 3, 4, 5, 3, 4, 5, 3] == sizes
+
+
+async def test_a_summary_asked_for_earlier_keeps_the_steps_after_its_request_whole() -> None:
+    """A ready summary (asked for in the background when the history ended at step 4) is
+    used without a call; the recent N and every step after step 4 stay whole."""
+    conversation = Conversation()
+    conversation.start_round("go")
+    _long_round(conversation, 8, result_chars=4_000)
+    seen: list[Payload] = []
+    strategy = SummarizeStrategy(_budget(keep_recent_steps=2), summary_schema=InitSummary)
+    ready = ReadySummary(summary_text(InitSummary), through_seq=4, started=0.0, waited_ms=5.0)
+    record = await strategy.compact(conversation, fixed_summarizer("unused", seen), ready=ready)
+    assert [] == seen
+    assert (5, 3, "llm") == (record.first_kept_seq, record.kept_steps, record.mode)
+    assert 5.0 == record.event().waited_ms
+
+
+async def test_a_summary_asked_for_earlier_is_dropped_when_newer_steps_no_longer_fit() -> None:
+    """Steps appended since the request too big to stay whole beside it: the summary is asked
+    for again, about everything, and a warning says why."""
+    conversation = Conversation()
+    conversation.start_round("go")
+    _long_round(conversation, 2, result_chars=400)
+    _long_round(conversation, 20, result_chars=4_800)  # under the cut at compaction
+    seen: list[Payload] = []
+    events: list[Any] = []
+    strategy = SummarizeStrategy(
+        _budget(keep_recent_steps=2), summary_schema=InitSummary, on_event=events.append
+    )
+    ready = ReadySummary(summary_text(InitSummary), through_seq=1, started=0.0)
+    text = summary_text(InitSummary)
+    record = await strategy.compact(conversation, fixed_summarizer(text, seen), ready=ready)
+    assert 1 == len(seen)
+    assert record.first_kept_seq > 2
+    (warning,) = [e for e in events if isinstance(e, ContextWarningEvent)]
+    assert "asked for again" in warning.reason
+    assert (20, 2) == (warning.kept_steps, warning.keep_recent_steps)

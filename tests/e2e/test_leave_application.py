@@ -127,8 +127,14 @@ async def test_max_iterations_reached_ends_failed_with_the_report(tmp_path: Path
 
 # A model that counts tokens as baton's estimator does and thinks only when asked: the run
 # over HTTP is then the offline run, call for call.
+# Summaries asked for at the threshold in both runs: asked for in the background, an agent
+# on a model with latency (the SDK's) compacts wherever the answer finds it, and the offline
+# one where it waits for it (docs/context.md, "Background compaction").
+AT_THE_THRESHOLD = "".join(
+    f"[actors.{actor}]\nprecompact_at = 1\n" for actor in ("init", "execute", "scheduler")
+)
 LIKE_OFFLINE = "".join(
-    f'[actors.{actor}]\nmodel = "claude-opus-4-5"\nthinking = "off"\n'
+    f'[actors.{actor}]\nmodel = "claude-opus-4-5"\nthinking = "off"\nprecompact_at = 1\n'
     for actor in ("init", "execute", "scheduler")
 )
 
@@ -144,6 +150,7 @@ async def test_the_same_run_over_http_through_the_real_sdk_is_identical(
     """Driven through AnthropicModel and the stand-in (answering with the same script), the
     run makes the same calls and writes the same artifacts as offline."""
     offline_ws = workspace(tmp_path / "offline")
+    (offline_ws / "baton.toml").write_text(AT_THE_THRESHOLD, encoding="utf-8")
     await run_to_end(offline_ws, environ={})
     online_ws = workspace(tmp_path / "online")
     (online_ws / "baton.toml").write_text(LIKE_OFFLINE, encoding="utf-8")
@@ -155,16 +162,17 @@ async def test_the_same_run_over_http_through_the_real_sdk_is_identical(
     assert ("completed", 2) == (state.phase, state.iteration)
     assert all(r.status == 200 for r in requests)
 
-    def calls(ws: Path) -> dict[str, list[tuple[int, str, int]]]:
-        """Each actor's calls and compactions in order (actors interleave by timing)."""
-        by_actor: dict[str, list[tuple[int, str, int]]] = {}
+    def calls(ws: Path) -> dict[str, tuple[list[tuple[int, str]], list[tuple[int, str, int]]]]:
+        """Each actor's calls, by turn (a summary asked for in the background runs beside
+        the turns, and actors interleave, by timing), and its compactions in order."""
+        by_actor: dict[str, tuple[list[tuple[int, str]], list[tuple[int, str, int]]]] = {}
         for e in read_token_log(ws):
+            made, compacted = by_actor.setdefault(e.get("actor", ""), ([], []))
             if e["event"] == "model.call":
-                by_actor.setdefault(e["actor"], []).append((e["turn"], e["purpose"], 0))
+                made.append((e["turn"], e["purpose"]))
             elif e["event"] == "context.compacted":
-                entry = (e["tokens_before"], e["mode"], e["tokens_after"])
-                by_actor.setdefault(e["actor"], []).append(entry)
-        return by_actor
+                compacted.append((e["tokens_before"], e["mode"], e["tokens_after"]))
+        return {actor: (sorted(made), compacted) for actor, (made, compacted) in by_actor.items()}
 
     assert calls(offline_ws) == calls(online_ws)
     assert output_files(offline_ws) == output_files(online_ws)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +142,17 @@ async def test_drained_returns_once_every_emitted_record_is_written(tmp_path: Pa
             tokens.emit("model.call", **model_call(turn))
         assert await tokens.drained()
         assert list(range(50)) == [line["turn"] for line in read_token_log(path)]
+
+
+async def test_a_level_filter_configured_for_structlog_drops_no_record(tmp_path: Path) -> None:
+    """An application that sets structlog's level to warnings still gets every token-log
+    record (they are written at info)."""
+    previous = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    try:
+        async with TokenLog.open(tmp_path / "tokens.jsonl") as log:
+            log.emit("model.call", **model_call(1))
+    finally:
+        structlog.configure(**previous)
+    lines = (tmp_path / "tokens.jsonl").read_text().splitlines()
+    assert ["model.call"] == [json.loads(line)["event"] for line in lines]

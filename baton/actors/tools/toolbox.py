@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from baton.actors.tools.protocol import Tool, ToolOutcome, tool_spec
 from baton.context.payload import ToolResultBlock, ToolSpec, ToolUseBlock
-from baton.errors import BatonError, UsageError, validation_problems
+from baton.errors import BatonError, UndeliveredFailure, UsageError, validation_problems
 
 log = structlog.get_logger(__name__)
 
@@ -91,6 +91,8 @@ class Toolbox:
                 block,
                 f"invalid input for {name}; fix these fields and call it again:\n{problems}",
             )
+        except UndeliveredFailure:
+            raise  # not the model's doing: the round fails and is retried
         except BatonError as error:
             return self._refuse(block, str(error))
         except OSError as error:
