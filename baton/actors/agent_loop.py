@@ -277,6 +277,9 @@ class AgentLoop:
             log.info("agent.request_redelivered", actor=self.name, key=key)
             if answered_before(state, key):
                 return ""
+            # A crash between the round's record and its facts' lost the facts: the ledger
+            # journals only the ones it lacks, so registering again is safe.
+            await self._register(state, [*facts, *self._patterns.facts([text], source="user")])
         return await self._drive(state)
 
     async def _drive(self, state: ConversationState) -> str:

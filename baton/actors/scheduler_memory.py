@@ -126,6 +126,12 @@ class SchedulerMemory:
         """Store an iteration's finding (`iteration_finding`'s text), or log why it was not."""
         tags = (scenario_tag(record.scenario), FINDING_TAG, f"iteration:{record.iteration}")
         try:
+            # Stored before a crash, with the handoff that led to it delivered again: one
+            # finding per run and iteration, or the next work orders would recall it twice.
+            for known in await self.store.list(tags=tags):
+                if known.metadata.get("run") == record.run:
+                    log.info("scheduler.finding_known", scenario=record.scenario, entry=known.id)
+                    return known
             entry = await self.store.remember(
                 finding,
                 tags=tags,

@@ -93,6 +93,31 @@ def write(path: str, content: str) -> dict[str, Any]:
     return {"tool_use": {"name": "Write", "input": {"path": path, "content": content}}}
 
 
+DESIGN = "scenarios/leave/"
+DESIGN_FILES = {
+    "unified_scenario_design_path": f"{DESIGN}unified_scenario_design.yaml",
+    "business_rules_path": f"{DESIGN}BusinessRules.md",
+    "format_specifications_path": f"{DESIGN}format_specifications.json",
+}
+
+
+def designs_and_hands_off(*before: Any) -> ScriptedModel:
+    """Init, after the `before` turns: writes the three design files, hands them off, ends."""
+    return scripted(
+        [
+            *before,
+            {"tool_use": [write(path, "x: 1\n")["tool_use"] for path in DESIGN_FILES.values()]},
+            {
+                "tool_use": {
+                    "name": "handoff_to_execute",
+                    "input": {"user_requirement": "请假申请", "design_artifacts": DESIGN_FILES},
+                }
+            },
+            "Handed off.",
+        ]
+    )
+
+
 async def test_a_multi_round_conversation_uses_tools_and_compacts(tmp_path: Path) -> None:
     """Tools run, long results push the context past the threshold, the agent compacts and
     every request it sent was valid; two rounds answer two prompts."""
@@ -216,17 +241,18 @@ async def test_a_crash_mid_round_resumes_without_repeating_a_model_call(tmp_path
     assert [sent[step["seq"]] for step in steps] == [step["sent_estimate"] for step in steps]
 
 
-class _DiesAfterFirstStep(FileJournalStore):
-    """A journal whose process dies right after the first step is on disk: before the
-    compaction that step made due could run."""
+class _DiesAfter(FileJournalStore):
+    """A journal whose process dies right after the first record of type `kind` is on disk
+    (a step: before the compaction it made due could run; a round: before its facts)."""
 
-    def __init__(self, workspace: Path, crash: anyio.CancelScope) -> None:
+    def __init__(self, workspace: Path, crash: anyio.CancelScope, kind: str) -> None:
         super().__init__(workspace)
         self.crash = crash
+        self.kind = kind
 
     async def append(self, actor: str, conversation: str, record: Any) -> None:
         await super().append(actor, conversation, record)
-        if record.get("type") == "step":
+        if record.get("type") == self.kind:
             self.crash.cancel()
             await anyio.sleep_forever()  # the process is gone: nothing more is written
 
@@ -249,7 +275,7 @@ async def test_a_compaction_due_when_the_process_died_runs_before_the_next_call(
     first = scripted(turns)
     with anyio.CancelScope() as crash:
         async with Runtime.open(tmp_path, shutdown_timeout=0) as rt:
-            journal = _DiesAfterFirstStep(tmp_path, crash)
+            journal = _DiesAfter(tmp_path, crash, "step")
             await rt.spawn("init", InitActor, setup(first, journal, rt.token_log))
             await rt.tell("init", Prompt(text="summarise big.txt"))
             await anyio.sleep_forever()
@@ -293,12 +319,7 @@ async def test_a_crash_during_a_model_call_repeats_only_that_call(tmp_path: Path
 
 async def test_an_invalid_handoff_is_corrected_on_the_next_step(tmp_path: Path) -> None:
     """A handoff with bad fields comes back as an error naming them; the fixed call delivers."""
-    design = "scenarios/leave/"
-    files = {
-        "unified_scenario_design_path": f"{design}unified_scenario_design.yaml",
-        "business_rules_path": f"{design}BusinessRules.md",
-        "format_specifications_path": f"{design}format_specifications.json",
-    }
+    files, design = DESIGN_FILES, DESIGN
     model = scripted(
         [
             {"tool_use": [write(path, "x: 1\n")["tool_use"] for path in files.values()]},
@@ -351,25 +372,7 @@ async def test_an_invalid_handoff_is_corrected_on_the_next_step(tmp_path: Path) 
 async def test_a_dispatched_round_without_a_handoff_is_reported(tmp_path: Path) -> None:
     """A scenario round that ends without a handoff tells the Scheduler (with the last text);
     one that handed off does not; the `handoff` journal record carries that across a replay."""
-    design = "scenarios/leave/"
-    files = {
-        "unified_scenario_design_path": f"{design}unified_scenario_design.yaml",
-        "business_rules_path": f"{design}BusinessRules.md",
-        "format_specifications_path": f"{design}format_specifications.json",
-    }
-    model = scripted(
-        [
-            "I would rather not decide yet.",
-            {"tool_use": [write(path, "x: 1\n")["tool_use"] for path in files.values()]},
-            {
-                "tool_use": {
-                    "name": "handoff_to_execute",
-                    "input": {"user_requirement": "请假申请", "design_artifacts": files},
-                }
-            },
-            "Handed off.",
-        ]
-    )
+    model = designs_and_hands_off("I would rather not decide yet.")
     received: list[HandoffDelivered] = []
     ended: list[RoundEnded] = []
     journal = FileJournalStore(tmp_path)
@@ -449,24 +452,7 @@ async def test_a_handoff_nobody_can_receive_fails_the_round_and_is_delivered_on_
     """With no Scheduler running (a process starting or stopping), the handoff is not the
     model's mistake: nothing is journaled as its tool result, the round fails, and its retry
     delivers the package once from the journaled reply, without calling the model again."""
-    design = "scenarios/leave/"
-    files = {
-        "unified_scenario_design_path": f"{design}unified_scenario_design.yaml",
-        "business_rules_path": f"{design}BusinessRules.md",
-        "format_specifications_path": f"{design}format_specifications.json",
-    }
-    model = scripted(
-        [
-            {"tool_use": [write(path, "x: 1\n")["tool_use"] for path in files.values()]},
-            {
-                "tool_use": {
-                    "name": "handoff_to_execute",
-                    "input": {"user_requirement": "请假申请", "design_artifacts": files},
-                }
-            },
-            "Handed off.",
-        ]
-    )
+    model = designs_and_hands_off()
     received: list[HandoffDelivered] = []
     journal = FileJournalStore(tmp_path)
     policy = SupervisorPolicy(max_attempts=2, backoff_initial=0.5)
@@ -497,3 +483,41 @@ async def test_a_handoff_nobody_can_receive_fails_the_round_and_is_delivered_on_
         (r.scenario, r.package.handoff_type) for r in received
     ]
     assert [0, 1, 2] == [call.context.turn for call in model.calls]
+
+
+async def test_a_round_resumed_after_a_crash_before_its_facts_registers_them(
+    tmp_path: Path,
+) -> None:
+    """The work order delivered again after a crash between its round and its facts finishes
+    that round and registers the work order's facts, as the uninterrupted round did."""
+    model = scripted(["Nothing to do."])
+    context = AgentContext(task_summary="look at TICKET-7")
+    order = Dispatch(scenario="leave", agent_context=context, dispatch_id="leave#1")
+
+    def setup(journal: FileJournalStore, token_log: Any) -> AgentSetup:
+        return agent_setup(
+            "init", config(), workspace=tmp_path, model=model, journal=journal, token_log=token_log
+        )
+
+    with anyio.CancelScope() as crash:
+        async with Runtime.open(tmp_path, shutdown_timeout=0) as rt:
+            await rt.spawn("scheduler", Recorder, [])
+            await rt.spawn(
+                "init", InitActor, setup(_DiesAfter(tmp_path, crash, "round"), rt.token_log)
+            )
+            await rt.tell("init", order)
+            await anyio.sleep_forever()
+    records = await FileJournalStore(tmp_path).read("init", "leave")
+    assert "round" == records[-1]["type"]
+    ended: list[RoundEnded] = []
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("scheduler", Recorder, [], ended)
+        await rt.spawn("init", InitActor, setup(FileJournalStore(tmp_path), rt.token_log))
+        with anyio.fail_after(10):  # the stored work order, delivered again
+            while not ended:
+                await anyio.lowlevel.checkpoint()
+    records = await FileJournalStore(tmp_path).read("init", "leave")
+    facts = {(f["label"], f["value"]) for r in records if r["type"] == "facts" for f in r["facts"]}
+    assert {("scenario", "leave"), ("dispatch_id", "leave#1")} <= facts
+    assert 1 == [r["type"] for r in records].count("round")
+    assert ["Nothing to do."] == [e.text for e in ended]

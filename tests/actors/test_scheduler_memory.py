@@ -121,6 +121,24 @@ async def test_a_finding_is_tagged_scenario_kind_and_iteration(store: MemoryStor
     assert ("scheduler", "leave@2") == (entry.source.agent, entry.source.conversation)
 
 
+async def test_a_finding_stored_again_for_the_same_run_and_iteration_is_stored_once(
+    store: MemoryStore,
+) -> None:
+    """The handoff that led to a finding delivered again after a crash stores nothing new;
+    the same iteration of the next run is a finding of its own."""
+    memory = SchedulerMemory(store, MemoryConfig(), Sink())
+    first, again, next_run = record(run=1), record(run=1), record(run=2)
+    finding = iteration_finding(first, returned(), RETURN, SUMMARY, None)
+    stored = await memory.record_finding(first, finding, RETURN)
+    repeated = await memory.record_finding(again, finding, RETURN)
+    other = await memory.record_finding(next_run, finding, RETURN)
+    assert stored is not None
+    assert repeated is not None
+    assert other is not None
+    assert stored.id == repeated.id != other.id
+    assert 2 == len(await store.list(tags=("kind:finding",)))
+
+
 async def test_recall_brings_the_scenarios_findings_and_logs_them(store: MemoryStore) -> None:
     """A later run recalls the scenario's findings, even when they share no words with the
     requirement, and logs `memory.recalled` with the count and tokens."""

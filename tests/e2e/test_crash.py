@@ -117,6 +117,22 @@ def outcome(workspace: Path, scenario: str = SCENARIO) -> Outcome:
     )
 
 
+def assert_ended_as(baseline: Outcome, got: Outcome, context: str) -> None:
+    """The killed and restarted run ended as the clean one did, and lost and repeated
+    nothing."""
+    assert ("completed", 2) == (got.phase, got.iteration), context
+    assert baseline.iterations == got.iterations, context
+    # No message lost: nothing left unacked, nothing dead-lettered.
+    assert (0, []) == (got.envelopes_left, got.dead_letters), context
+    # No handoff applied twice: the same handoffs as the clean run, each once.
+    assert baseline.handoffs == got.handoffs, context
+    # No completed model step repeated: every journaled reply once, the same as the clean
+    # run; and no call that was logged (so journaled first) was made again.
+    assert [] == [k for k, n in got.steps.items() if n > 1], context
+    assert set(baseline.steps) == set(got.steps), context
+    assert [] == [k for k, n in got.logged_calls.items() if n > 1], context
+
+
 def run_to_end(workspace: Path, scenarios: tuple[str, ...] = (SCENARIO,)) -> int:
     proc = start(workspace, scenarios)
     try:
@@ -231,19 +247,7 @@ def test_sigkill_mid_scenario_loses_nothing_and_repeats_nothing(tmp_path: Path) 
             # closing turns, an ask; or one a restarted run's shutdown left for the next
             # start): the next start works them off, as a user's restart would.
             drain(workspace)
-        got = outcome(workspace)
-        context = f"round {round_} (seed {seed})"
-        assert ("completed", 2) == (got.phase, got.iteration), context
-        assert baseline.iterations == got.iterations, context
-        # No message lost: nothing left unacked, nothing dead-lettered.
-        assert (0, []) == (got.envelopes_left, got.dead_letters), context
-        # No handoff applied twice: the same handoffs as the clean run, each once.
-        assert baseline.handoffs == got.handoffs, context
-        # No completed model step repeated: every journaled reply once, the same as the clean
-        # run; and no call that was logged (so journaled first) was made again.
-        assert [] == [k for k, n in got.steps.items() if n > 1], context
-        assert set(baseline.steps) == set(got.steps), context
-        assert [] == [k for k, n in got.logged_calls.items() if n > 1], context
+        assert_ended_as(baseline, outcome(workspace), f"round {round_} (seed {seed})")
     assert kills >= CRASH_ROUNDS, (
         f"only {kills} kills landed mid-run (seed {seed}; a clean run makes {total_calls} calls)"
     )
@@ -262,6 +266,14 @@ def concurrent_workspace(root: Path) -> Path:
             text = (source / file).read_text(encoding="utf-8")
             (folder / file).write_text(text.replace(SCENARIO, name), encoding="utf-8")
     return root / "ws"
+
+
+def unfinished(workspace: Path) -> tuple[str, ...]:
+    """The scenarios not completed yet (never started, or interrupted)."""
+    states = {name: scenario_state(workspace, name) for name in CONCURRENT}
+    return tuple(
+        name for name, state in states.items() if state is None or state["phase"] != "completed"
+    )
 
 
 def test_sigkill_with_three_scenarios_in_flight_loses_nothing_and_repeats_nothing(
@@ -298,26 +310,17 @@ def test_sigkill_with_three_scenarios_in_flight_loses_nothing_and_repeats_nothin
         done = model_calls(workspace)
         if total_calls - done < 4:
             break
+        if not unfinished(workspace):
+            break
         target = rng.randint(done + 1, total_calls - 3)
-        kills += run_and_kill(workspace, target, rng.uniform(0.0, 0.03), CONCURRENT)
-    states = {name: scenario_state(workspace, name) for name in CONCURRENT}
-    if any(state is None or state["phase"] != "completed" for state in states.values()):
-        unfinished = tuple(
-            name for name, state in states.items() if state is None or state["phase"] != "completed"
-        )
         # Resubmitting a finished scenario would start a fresh run: submit only the others
         # (a finished one's messages still in flight are worked off all the same).
-        assert 0 == run_to_end(workspace, unfinished), f"seed {seed}: the restarted run failed"
+        kills += run_and_kill(workspace, target, rng.uniform(0.0, 0.03), unfinished(workspace))
+    if unfinished(workspace):
+        restarted = run_to_end(workspace, unfinished(workspace))
+        assert 0 == restarted, f"seed {seed}: the restarted run failed"
     if envelopes_left(workspace):
         drain(workspace)
     for name in CONCURRENT:
-        got, baseline = outcome(workspace, name), baselines[name]
-        context = f"{name} (seed {seed})"
-        assert ("completed", 2) == (got.phase, got.iteration), context
-        assert baseline.iterations == got.iterations, context
-        assert (0, []) == (got.envelopes_left, got.dead_letters), context
-        assert baseline.handoffs == got.handoffs, context
-        assert [] == [k for k, n in got.steps.items() if n > 1], context
-        assert set(baseline.steps) == set(got.steps), context
-        assert [] == [k for k, n in got.logged_calls.items() if n > 1], context
+        assert_ended_as(baselines[name], outcome(workspace, name), f"{name} (seed {seed})")
     assert kills >= 1, f"no kill landed mid-run (seed {seed}; {total_calls} calls in all)"
