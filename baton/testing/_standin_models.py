@@ -1,8 +1,8 @@
 """The Messages API stand-in's model table: limits, lifecycle, capabilities and tokenizer.
 
 `DEFAULT_MODELS` plays the Models API of November 2026: the 5.5 generation (and Fable 5.1)
-current, Opus/Sonnet 5 and the 4.5 models active but legacy, Sonnet 4.5 deprecated, the 4.0
-and 4.1 models retired (still listed, refused by `POST /v1/messages`). What a model accepts
+current, Opus/Sonnet 5 and Haiku 4.5 active but legacy, Sonnet 4.5 and Opus 4.5 deprecated,
+the 4.0 and 4.1 models retired (still listed, refused by `POST /v1/messages`). What a model accepts
 comes from `baton.context.model_rules`, so the stand-in and baton's own checks agree.
 """
 
@@ -186,18 +186,31 @@ def _row(model_id: str, name: str, window: int, output: int, **extra: Any) -> St
     )
 
 
-def _retired(model_id: str, name: str, output: int, *dates: str) -> StandInModel:
-    created, deprecated, retired = map(_day, dates)
+def _ending(
+    lifecycle: Literal["deprecated", "retired"],
+    model_id: str,
+    name: str,
+    limits: tuple[int, int],
+    dates: tuple[str, str, str],
+) -> StandInModel:
+    """A model on its way out: (window, output) limits; created, deprecated, retiring."""
+    window, output = limits
+    created, deprecated, retires = map(_day, dates)
     return _row(
         model_id,
         name,
-        200_000,
+        window,
         output,
-        lifecycle="retired",
+        lifecycle=lifecycle,
         created_at=created,
         deprecated_at=deprecated,
-        retires_at=retired,
+        retires_at=retires,
     )
+
+
+def _retired(model_id: str, name: str, output: int, *dates: str) -> StandInModel:
+    created, deprecated, retired = dates
+    return _ending("retired", model_id, name, (200_000, output), (created, deprecated, retired))
 
 
 def _fifth(model_id: str, name: str, created: str) -> StandInModel:
@@ -211,19 +224,23 @@ _ROWS = [
     _fifth("claude-fable-5-1", "Claude Fable 5.1", "2026-10-20"),
     _fifth("claude-opus-5", "Claude Opus 5", "2026-04-14"),
     _fifth("claude-sonnet-5", "Claude Sonnet 5", "2026-04-14"),
-    _row("claude-opus-4-5", "Claude Opus 4.5", 200_000, 64_000, created_at=_day("2025-11-24")),
+    # Deprecated with the end of life the SDK's own deprecation table gives (deprecated_at is
+    # illustrative). Sonnet 4.5 has a 1M window, as the default budgets give the Execute
+    # agent, so that config fits.
+    _ending(
+        "deprecated",
+        "claude-opus-4-5",
+        "Claude Opus 4.5",
+        (200_000, 64_000),
+        ("2025-11-24", "2026-10-22", "2027-01-22"),
+    ),
     _row("claude-haiku-4-5", "Claude Haiku 4.5", 200_000, 64_000, created_at=_day("2025-10-15")),
-    # A 1M window, as the default budgets give the Execute agent, so that config fits; retires_at
-    # is the announced end of life of Sonnet 4.5 (deprecated_at is illustrative).
-    _row(
+    _ending(
+        "deprecated",
         "claude-sonnet-4-5",
         "Claude Sonnet 4.5",
-        1_000_000,
-        64_000,
-        lifecycle="deprecated",
-        created_at=_day("2025-09-29"),
-        deprecated_at=_day("2026-05-30"),
-        retires_at=_day("2026-11-30"),
+        (1_000_000, 64_000),
+        ("2025-09-29", "2026-05-30", "2026-11-30"),
     ),
     # The 4.0 models end on the date the SDK's deprecation table names; the rest is illustrative.
     _retired(

@@ -55,8 +55,8 @@ async def test_each_lifecycle_stage_reports_its_limits_and_dates() -> None:
     ids = [
         "claude-opus-5-5",
         "claude-sonnet-5",
+        "claude-haiku-4-5",
         "claude-opus-4-5",
-        "claude-sonnet-4-5",
         "claude-opus-4-0",
     ]
     async with MessagesAPIStandIn() as api, sdk(api) as client:
@@ -64,8 +64,8 @@ async def test_each_lifecycle_stage_reports_its_limits_and_dates() -> None:
     assert [
         ("active", "opus", 1_000_000, 128_000, None, None),
         ("active", "sonnet", 1_000_000, 128_000, None, None),
-        ("active", "opus", 200_000, 64_000, None, None),
-        ("deprecated", "sonnet", 1_000_000, 64_000, "2026-05-30", "2026-11-30"),
+        ("active", "haiku", 200_000, 64_000, None, None),
+        ("deprecated", "opus", 200_000, 64_000, "2026-10-22", "2027-01-22"),
         ("retired", "opus", 200_000, 32_000, "2026-03-16", "2026-06-15"),
     ] == [
         (
@@ -130,12 +130,12 @@ async def test_a_retired_model_is_not_found_on_messages_and_count_tokens() -> No
 
 
 async def test_the_new_tokenizer_counts_more_in_usage_and_count_tokens() -> None:
-    """On 5.x a request counts 1.3 tokens per estimated token; on Opus 4.5 the estimate."""
+    """On 5.x a request counts 1.3 tokens per estimated token; on Haiku 4.5 the estimate."""
     estimate = estimate_payload_tokens({"messages": HELLO})
     async with MessagesAPIStandIn() as api, sdk(api) as client:
         counts = [
             (await client.messages.count_tokens(model=model, messages=HELLO)).input_tokens
-            for model in ("claude-sonnet-5-5", "claude-opus-4-5")
+            for model in ("claude-sonnet-5-5", "claude-haiku-4-5")
         ]
         usage = (
             await client.messages.create(model="claude-sonnet-5-5", max_tokens=10, messages=HELLO)
@@ -173,7 +173,7 @@ async def test_prompt_too_long_counts_with_the_model_tokenizer() -> None:
     """A prompt that fits by the estimate but not at 1.3x is too long on a 5.x model only."""
     estimate = estimate_payload_tokens({"messages": HELLO})
     async with MessagesAPIStandIn(context_window=estimate) as api, sdk(api) as client:
-        await client.messages.create(model="claude-opus-4-5", max_tokens=10, messages=HELLO)
+        await client.messages.create(model="claude-haiku-4-5", max_tokens=10, messages=HELLO)
         with pytest.raises(anthropic.BadRequestError) as caught:
             await client.messages.create(model="claude-opus-5-5", max_tokens=10, messages=HELLO)
     assert (

@@ -71,12 +71,12 @@ async def test_sampling_parameters_are_refused() -> None:
 
 
 async def test_an_assistant_prefill_is_refused_on_5x_only() -> None:
-    """Ending with an assistant message is a 400 on the 5.x models, a prefill on Opus 4.5."""
+    """Ending with an assistant message is a 400 on the 5.x models, a prefill on Haiku 4.5."""
     prefilled: list[Any] = [*HELLO, {"role": "assistant", "content": "Sure, reading"}]
     async with MessagesAPIStandIn() as api, sdk(api) as client:
         results = [
             await outcome(client, model, prefilled)
-            for model in ("claude-opus-5", "claude-opus-4-5")
+            for model in ("claude-opus-5", "claude-haiku-4-5")
         ]
     assert [
         "messages: claude-opus-5 does not accept an assistant prefill; end the request with a "
@@ -86,12 +86,12 @@ async def test_an_assistant_prefill_is_refused_on_5x_only() -> None:
 
 
 async def test_a_manual_thinking_budget_is_refused_on_5x() -> None:
-    """thinking enabled with budget_tokens: a 400 on Opus 5, thinking on Opus 4.5."""
+    """thinking enabled with budget_tokens: a 400 on Opus 5, thinking on Haiku 4.5."""
     enabled: Any = {"type": "enabled", "budget_tokens": 2048}
     async with MessagesAPIStandIn() as api, sdk(api) as client:
         refused = await outcome(client, "claude-opus-5", thinking=enabled)
         accepted = await client.messages.create(
-            model="claude-opus-4-5", max_tokens=4096, messages=HELLO, thinking=enabled
+            model="claude-haiku-4-5", max_tokens=4096, messages=HELLO, thinking=enabled
         )
     assert refused.startswith("thinking.type: claude-opus-5 does not accept 'enabled'")
     assert ["thinking", "text"] == [block.type for block in accepted.content]

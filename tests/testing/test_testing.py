@@ -15,7 +15,7 @@ import baton.testing
 from baton.context.tokens import estimate_payload_tokens
 from baton.testing import Fault, MessagesAPIStandIn
 
-MODEL = "claude-opus-4-5"
+MODEL = "claude-haiku-4-5"
 HELLO: list[Any] = [{"role": "user", "content": "Hello"}]
 
 
