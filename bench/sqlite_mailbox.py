@@ -44,10 +44,9 @@ class Rates:
 
 
 async def durable(path: Path, messages: int, senders: int) -> Rates:
-    store = await SqliteStore.open(path)
-    box = SqliteMailbox("bench", store, EnvelopeCodec({"Ping": Ping}), capacity=messages)
-    per_sender = messages // senders
-    try:
+    async with SqliteStore.open(path) as store:
+        box = SqliteMailbox("bench", store, EnvelopeCodec({"Ping": Ping}), capacity=messages)
+        per_sender = messages // senders
         batches_before = store.batches
         start = time.perf_counter()
 
@@ -69,8 +68,6 @@ async def durable(path: Path, messages: int, senders: int) -> Rates:
             total / (end - start),
             (store.batches - batches_before) / total,
         )
-    finally:
-        await store.close()
 
 
 def raw(path: Path, messages: int, senders: int) -> Rates:

@@ -1,12 +1,19 @@
-"""Group commit: the SQLite mailbox's statements, batched into one transaction per hop.
+"""Group commit: the SQLite mailbox's statements, a batch per transaction, on the event loop.
 
-Every statement of the store runs on one worker thread. A hop to that thread costs far more
-than a WAL commit, so operations that arrive while a batch is on the thread wait for it to
-end and then go together: one hop, one `BEGIN IMMEDIATE ... COMMIT`. If one operation of a
-batch raises, the batch is undone and its operations run again one transaction each, so a
-failing statement undoes only itself. A caller's `run` returns
-only once the transaction holding its operation is committed, so a `tell` is durable when it
-returns, exactly as with a commit per operation (docs/architecture.md, "mailboxes/").
+In WAL mode with `synchronous=NORMAL` a commit appends pages to the `-wal` file and does not
+fsync (only a checkpoint does), so it takes tens of microseconds: less than one hop to a worker
+thread and back (docs/architecture.md, "mailboxes/"). The transactions therefore run on the
+event loop, and only what can wait on the disk or on another process goes to a worker thread:
+a batch that finds the database locked by another connection (it waits there, with the busy
+timeout), opening and closing; checkpoints, which fsync, are asked of `_sqlite_checkpoint`
+every `CHECKPOINT_EVERY` transactions (the connection's automatic one is off).
+
+Callers queue their operation and take turns; taking the turn yields once, so every caller
+that is ready queues its operation first and the one whose turn it is commits them all: one
+`BEGIN IMMEDIATE ... COMMIT`. If one operation of a batch raises, the batch is undone and its
+operations run again one transaction each, so a failing statement undoes only itself. A
+caller's `run` returns only once the transaction holding its operation is committed, so a
+`tell` is durable when it returns, exactly as with a commit per operation.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import anyio
 T = TypeVar("T")
 
 _UNSET: Any = object()
+BUSY_TIMEOUT_MS = 5_000  # how long a batch waits, on the worker thread, for another writer
+CHECKPOINT_EVERY = 256  # committed transactions between two checkpoints (~1,000 pages)
 
 
 @dataclass(slots=True)
@@ -44,36 +53,76 @@ class Operation(Generic[T]):
         return self.value
 
 
-class GroupCommit:
-    """Runs operations on `connection` from one worker thread, a batch per transaction.
+class _Busy(Exception):
+    """Another connection holds the write lock: the batch must wait off the event loop."""
 
-    An operation may register work for after its commit with `on_commit` (the mark file
-    mirrors committed counters only); that work is dropped when the operation or the commit
-    fails. `after_commit` runs once after each committed transaction.
+
+def _is_busy(error: sqlite3.Error) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+class GroupCommit:
+    """Runs operations on `connection`, a batch per transaction, on the event loop.
+
+    The connection must be in autocommit mode with `busy_timeout = 0` and no automatic
+    checkpoint: `checkpoint_due` is called every `checkpoint_every` committed transactions,
+    and must not wait (it asks `_sqlite_checkpoint` for one). An operation may register work
+    for after its commit with `on_commit` (the mark file mirrors committed counters only);
+    that work is dropped when the operation or the commit fails. `after_commit` runs once
+    after each committed transaction.
     """
 
     def __init__(
-        self, connection: sqlite3.Connection, *, after_commit: Callable[[], None] | None = None
+        self,
+        connection: sqlite3.Connection,
+        *,
+        after_commit: Callable[[], None] | None = None,
+        checkpoint_due: Callable[[], None] | None = None,
+        checkpoint_every: int = CHECKPOINT_EVERY,
     ) -> None:
         self._db = connection
         self._after_commit = after_commit
+        self._checkpoint_due = checkpoint_due
+        self._checkpoint_every = checkpoint_every
+        self._since_checkpoint = 0
         self._queue: list[Operation[Any]] = []
-        # FIFO: a caller that finds its operation already done by an earlier batch only
-        # passes through.
+        # FIFO, and acquiring it yields once: callers that are ready queue theirs before the
+        # batch is taken; one that finds its operation done by an earlier batch passes through.
         self._turn = anyio.Lock()
-        self._limiter = anyio.CapacityLimiter(1)
+        self._thread = anyio.CapacityLimiter(1)  # the connection on a thread: one at a time
         self._current: Operation[Any] | None = None
         self.batches = 0  # transactions committed or rolled back, for tests and benchmarks
+        self.waited = 0  # batches that found the database locked and waited on the thread
 
     async def run(self, fn: Callable[..., T], *args: object) -> T:
-        """`fn(*args)` inside a transaction on the worker thread; its value once committed."""
+        """`fn(*args)` inside a transaction, batched with those of every caller that is
+        ready; its value once committed."""
         operation: Operation[T] = Operation(fn, args)
         self._queue.append(operation)
+        return await self._in_turn(operation)
+
+    async def run_now(self, fn: Callable[..., T], *args: object) -> T:
+        """`run` for a caller that goes on only once it is done (a mailbox's one consumer):
+        committed at once when no batch is being gathered, without the yield that gathers."""
+        operation: Operation[T] = Operation(fn, args)
+        turn = self._turn
+        if turn.locked():
+            self._queue.append(operation)
+            return await self._in_turn(operation)
+        turn.acquire_nowait()
+        try:
+            await self._commit([operation])
+        finally:
+            turn.release()
+        return operation.outcome()
+
+    async def _in_turn(self, operation: Operation[T]) -> T:
         try:
             async with self._turn:
                 if not operation.done:
                     batch, self._queue = self._queue, []
-                    await anyio.to_thread.run_sync(self._commit, batch, limiter=self._limiter)
+                    await self._commit(batch)
         except BaseException:
             if operation in self._queue:  # cancelled before any batch took it: never runs
                 self._queue.remove(operation)
@@ -86,34 +135,58 @@ class GroupCommit:
         async with self._turn:
             if self._queue:
                 batch, self._queue = self._queue, []
-                await anyio.to_thread.run_sync(self._commit, batch, limiter=self._limiter)
-            return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+                await self._commit(batch)
+            return await anyio.to_thread.run_sync(fn, *args, limiter=self._thread)
 
     def on_commit(self, action: Callable[[], None]) -> None:
-        """Run `action` on the worker thread once the running operation is committed."""
+        """Run `action` once the running operation is committed."""
         assert self._current is not None, "on_commit outside an operation"
         self._current.after_commit.append(action)
 
-    # --- worker thread ---------------------------------------------------------------------
+    async def _commit(self, batch: list[Operation[Any]]) -> None:
+        try:
+            self._commit_now(batch)
+        except _Busy:
+            self.waited += 1
+            await anyio.to_thread.run_sync(self._commit_waiting, batch, limiter=self._thread)
+        if self._since_checkpoint >= self._checkpoint_every and self._checkpoint_due is not None:
+            self._since_checkpoint = 0
+            self._checkpoint_due()
 
-    def _commit(self, batch: list[Operation[Any]]) -> None:
+    def _commit_waiting(self, batch: list[Operation[Any]]) -> None:
+        """`_commit_now` on the worker thread, waiting for the write lock as long as the busy
+        timeout allows (the event loop meanwhile goes on)."""
+        self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        try:
+            # Those committed before the lock was found taken are done already.
+            self._commit_now([op for op in batch if not op.done], waiting=True)
+        finally:
+            self._db.execute("PRAGMA busy_timeout = 0")
+
+    def _commit_now(self, batch: list[Operation[Any]], *, waiting: bool = False) -> None:
         self.batches += 1
-        if len(batch) > 1 and self._transaction(batch, alone=False):
+        if len(batch) > 1 and self._transaction(batch, alone=False, waiting=waiting):
             return
         # One operation, or a batch one of whose operations failed: each in a transaction of
         # its own, so a failing statement undoes only itself (rare: the statements expect
         # duplicates and missing rows).
         for operation in batch:
-            self._transaction([operation], alone=True)
+            self._transaction([operation], alone=True, waiting=waiting)
 
-    def _transaction(self, batch: list[Operation[Any]], *, alone: bool) -> bool:
+    def _transaction(self, batch: list[Operation[Any]], *, alone: bool, waiting: bool) -> bool:
         """Run `batch` in one transaction; False (all undone, nothing reported) when an
-        operation of a shared batch failed."""
+        operation of a shared batch failed. Raises `_Busy` when another connection holds
+        the write lock and this is not the waiting run."""
         for operation in batch:
             operation.value, operation.error = _UNSET, None
             operation.after_commit.clear()
         try:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                if not waiting and _is_busy(exc):
+                    raise _Busy from exc
+                raise
             for operation in batch:
                 self._current = operation
                 try:
@@ -121,6 +194,8 @@ class GroupCommit:
                 except Exception as exc:  # noqa: BLE001 - the caller's outcome, raised there
                     self._rollback()  # undoes what the failed operation did before it raised
                     if not alone:
+                        for undone in batch:
+                            undone.value = _UNSET
                         return False
                     operation.error = exc
                     operation.after_commit.clear()
@@ -134,6 +209,7 @@ class GroupCommit:
                 operation.error = exc
                 operation.after_commit.clear()
             return True
+        self._since_checkpoint += 1
         for operation in batch:
             for action in operation.after_commit:
                 action()

@@ -1,5 +1,5 @@
 """`SqliteStore`: the one SQLite database (WAL) that holds every durable mailbox of a
-workspace, its schema, and the statements the mailboxes run on its single worker thread.
+workspace, its schema, and the statements the mailboxes run through its group commit.
 
 Failures are said, not crashed on (`_sqlite_health`): a send that finds no room raises
 `DiskFullFailure`, and a write that settles a stored message (take, release, ack, bury) waits
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -25,7 +26,8 @@ from baton.errors import (
     DiskFullFailure,
     StateFileError,
 )
-from baton.mailboxes._group_commit import GroupCommit
+from baton.mailboxes._group_commit import BUSY_TIMEOUT_MS, GroupCommit
+from baton.mailboxes._sqlite_checkpoint import Checkpointer
 from baton.mailboxes._sqlite_health import Counts, MarkFile, compare, damaged, translate
 from baton.mailboxes.dead_letter_body import excerpt
 
@@ -40,6 +42,13 @@ DEAD_LETTER_MAX = 10_000  # dead letters kept, newest first (`runtime.dead_lette
 DEAD_LETTER_AGE = 30 * 86_400.0  # seconds a dead letter is kept (`runtime.dead_letter_days`)
 FULL_RETRY_WAIT = 1.0  # seconds between tries for room, without a retry schedule
 
+# Every statement here is paid on each message, so the tables carry nothing a message does
+# not need: no index beyond the keys (a mailbox's rows are read by recipient only at start,
+# when a scan of what is queued is cheap), and no counter rows: the counters the mark file
+# compares (`_sqlite_health`) are derived, "stored" from the envelopes' AUTOINCREMENT
+# sequence (rolled back with the transaction that would have stored), "settled" from it and
+# the rows left. Databases made before keep their old index, triggers and counter columns
+# until they are dropped here.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS envelopes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -49,7 +58,7 @@ CREATE TABLE IF NOT EXISTS envelopes (
     deliveries INTEGER NOT NULL DEFAULT 0,
     body TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, seq);
+DROP INDEX IF EXISTS envelopes_by_recipient;
 CREATE TABLE IF NOT EXISTS acked (
     n INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE
@@ -67,15 +76,17 @@ CREATE TABLE IF NOT EXISTS dead_letters (
 CREATE TABLE IF NOT EXISTS marks (
     one INTEGER PRIMARY KEY CHECK (one = 1),
     db_id TEXT NOT NULL,
-    stored INTEGER NOT NULL,
-    settled INTEGER NOT NULL
+    stored INTEGER NOT NULL DEFAULT 0,
+    settled INTEGER NOT NULL DEFAULT 0
 );
-INSERT OR IGNORE INTO marks (one, db_id, stored, settled)
-    VALUES (1, lower(hex(randomblob(16))), (SELECT COUNT(*) FROM envelopes), 0);
-CREATE TRIGGER IF NOT EXISTS envelope_stored AFTER INSERT ON envelopes
-    BEGIN UPDATE marks SET stored = stored + 1; END;
-CREATE TRIGGER IF NOT EXISTS envelope_settled AFTER DELETE ON envelopes
-    BEGIN UPDATE marks SET settled = settled + 1; END;
+INSERT OR IGNORE INTO marks (one, db_id) VALUES (1, lower(hex(randomblob(16))));
+DROP TRIGGER IF EXISTS envelope_stored;
+DROP TRIGGER IF EXISTS envelope_settled;
+"""
+_COUNTS = """
+SELECT (SELECT db_id FROM marks),
+       COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'envelopes'), 0),
+       (SELECT COUNT(*) FROM envelopes)
 """
 
 
@@ -125,13 +136,13 @@ def _checked_open(
         if problems != ["ok"]:
             raise damaged(path, f"is damaged ({'; '.join(problems)})")
         _excerpt_old_dead_letters(db)
-        row = db.execute("SELECT db_id, stored, settled FROM marks").fetchone()
+        db_id, stored, queued = db.execute(_COUNTS).fetchone()
     except BaseException as exc:
         db.close()
         if isinstance(exc, sqlite3.Error):
             raise _opening(path, exc) from None
         raise
-    return db, Counts(str(row[0]), int(row[1]), int(row[2]))
+    return db, Counts(str(db_id), int(stored), int(stored) - int(queued))
 
 
 def _opening(path: Path, error: sqlite3.Error) -> Exception:
@@ -160,10 +171,16 @@ class SqliteStore:
         retry: RetrySchedule | None = None,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         clock: Callable[[], float] = time.time,
+        checkpointer: Checkpointer | None = None,
     ) -> None:
         self.path = path
         self._db = connection
-        self._group = GroupCommit(connection, after_commit=self._write_mark)
+        self.checkpointer = checkpointer
+        self._group = GroupCommit(
+            connection,
+            after_commit=self._write_mark,
+            checkpoint_due=None if checkpointer is None else checkpointer.due,
+        )
         self._marked: Counts | None = None
         self._acks = 0
         self._counts = counts
@@ -177,6 +194,7 @@ class SqliteStore:
         self.warnings: list[str] = []  # for the process to show (lost messages)
 
     @classmethod
+    @asynccontextmanager
     async def open(
         cls,
         path: Path,
@@ -186,9 +204,10 @@ class SqliteStore:
         retry: RetrySchedule | None = None,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         clock: Callable[[], float] = time.time,
-    ) -> SqliteStore:
-        """Open the database at `path`, checked against its mark file (lost messages are
-        said in `warnings`); a damaged one raises `StateFileError` naming it.
+    ) -> AsyncIterator[SqliteStore]:
+        """The database at `path` for the duration of the block, checked against its mark
+        file (lost messages are said in `warnings`); a damaged one raises `StateFileError`
+        naming it. On exit it is closed, after what was queued before.
 
         Dead letters beyond `dead_letter_max` or older than `dead_letter_age` seconds are
         pruned; `retry` spaces the tries of a write waiting for disk space."""
@@ -201,31 +220,55 @@ class SqliteStore:
             db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA busy_timeout=5000")
+            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             db.executescript(_SCHEMA)
             return db
 
-        db, counts = await anyio.to_thread.run_sync(_checked_open, path, connect)
-        store = cls(
-            db,
-            path,
-            counts=counts,
-            dead_letter_max=dead_letter_max,
-            dead_letter_age=dead_letter_age,
-            retry=retry,
-            sleep=sleep,
-            clock=clock,
-        )
-        await store.run(store._check_mark)
-        return store
+        def checked_open() -> tuple[sqlite3.Connection, Counts]:
+            db, counts = _checked_open(path, connect)
+            # From now on statements run on the event loop (`_group_commit`): they must never
+            # wait there, so a locked database raises at once and the batch waits on the
+            # worker thread; checkpoints (they fsync) run there too (`_sqlite_checkpoint`).
+            db.execute("PRAGMA busy_timeout=0")
+            db.execute("PRAGMA wal_autocheckpoint=0")
+            return db, counts
 
-    async def run(self, fn: Callable[..., T], *args: object) -> T:
-        """Run `fn(*args)` on the store's worker thread, in the transaction of the next batch
-        (`_group_commit`): it returns once that transaction is committed.
+        db, counts = await anyio.to_thread.run_sync(checked_open)
+        try:
+            async with Checkpointer.running(path) as checkpointer:
+                store = cls(
+                    db,
+                    path,
+                    counts=counts,
+                    dead_letter_max=dead_letter_max,
+                    dead_letter_age=dead_letter_age,
+                    retry=retry,
+                    sleep=sleep,
+                    clock=clock,
+                    checkpointer=checkpointer,
+                )
+                try:
+                    await store.run(store._check_mark)
+                    yield store
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await store._group.alone(store._mark.close)
+        finally:
+            # The checkpointer's connection is closed by now: this one is the last, and SQLite
+            # copies the -wal into the database and removes it as it closes.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(db.close)
+
+    async def run(self, fn: Callable[..., T], *args: object, now: bool = False) -> T:
+        """Run `fn(*args)` in the transaction of the next batch (`_group_commit`): it returns
+        once that transaction is committed. `now`: for a mailbox's one consumer, which waits
+        for each of its operations in turn: committed at once unless a batch is gathering.
 
         A statement that failed for space raises `DiskFullFailure`, one that found the
         database damaged `StateFileError`, both naming the file."""
         try:
+            if now:
+                return await self._group.run_now(fn, *args)
             return await self._group.run(fn, *args)
         except sqlite3.Error as exc:
             found = translate(self.path, exc)
@@ -236,40 +279,40 @@ class SqliteStore:
                 raise
             raise found from exc
 
-    async def write(self, fn: Callable[..., T], *args: object) -> T:
+    async def write(self, fn: Callable[..., T], *args: object, now: bool = False) -> T:
         """`run` for a write: refused with `DiskFullFailure` while there is no room."""
-        result = await self.run(fn, *args)
+        result = await self.run(fn, *args, now=now)
         if self.full is not None:
-            self.full = None
-            log.info("mailbox.disk_space_back", database=str(self.path))
+            self._room_again()
         return result
 
-    async def settle(self, fn: Callable[..., T], *args: object) -> T:
+    async def settle(self, fn: Callable[..., T], *args: object, now: bool = False) -> T:
         """`write` for what settles a stored message: waits for room with backoff instead of
         failing, so a full disk delays handling but loses nothing and needs no restart."""
         attempt = 0
         while True:
             try:
-                return await self.write(fn, *args)
+                # `run`, not `write`: a coroutine less on the path of every message.
+                result = await self.run(fn, *args, now=now)
             except DiskFullFailure:
                 retry = self._retry
                 await self._sleep(FULL_RETRY_WAIT if retry is None else retry.delay(attempt))
                 attempt += 1
+                continue
+            if self.full is not None:
+                self._room_again()
+            return result
+
+    def _room_again(self) -> None:
+        self.full = None
+        log.info("mailbox.disk_space_back", database=str(self.path))
 
     @property
     def batches(self) -> int:
-        """Transactions run so far; each holds every operation queued while the one before
-        was on the worker thread."""
+        """Transactions run so far; each holds every operation queued when it was taken."""
         return self._group.batches
 
-    async def close(self) -> None:
-        await self._group.alone(self._close)
-
-    def _close(self) -> None:
-        self._db.close()
-        self._mark.close()
-
-    # --- statements (worker thread) ------------------------------------------------------------
+    # --- statements (in a transaction of the group commit) ------------------------------------
 
     def _check_mark(self) -> None:
         """Compare the database with the mark an earlier process left; then mark it."""
@@ -310,11 +353,14 @@ class SqliteStore:
 
     def insert(self, envelope_id: str, recipient: str, body: str) -> int | None:
         """Store a new envelope; its seq, or None when the id is known (a duplicate)."""
+        # Both checks before the insert: a conflict would still take a sequence number, and
+        # the sequence is the "stored" counter.
         cursor = self._db.execute(
             "INSERT INTO envelopes (id, recipient, body) "
-            "SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM acked WHERE id = ?) "
+            "SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM acked WHERE id = ?1) "
+            "AND NOT EXISTS (SELECT 1 FROM envelopes WHERE id = ?1) "
             "ON CONFLICT (id) DO NOTHING",
-            (envelope_id, recipient, body, envelope_id),
+            (envelope_id, recipient, body),
         )
         if cursor.rowcount != 1:
             return None

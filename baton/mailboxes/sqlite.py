@@ -7,10 +7,10 @@ on the next start, one attempt later, and one that keeps killing the process is 
 once it has used `max_attempts` deliveries. Acked ids are remembered (the newest `REMEMBERED`
 of them), so an envelope sent again with the same id is dropped, not handled twice.
 
-All SQL runs on one worker thread, a batch of operations per transaction (group commit,
-`_group_commit`): sqlite3 blocks, and the event loop must not. WAL with `synchronous=NORMAL`
-survives a killed process (the case a crash test exercises); only a power loss can take the
-last commits.
+The statements run on the event loop, a batch of operations per transaction (group commit,
+`_group_commit`), and the checkpoints on a worker thread (`_sqlite_checkpoint`): a WAL commit
+with `synchronous=NORMAL` does not fsync, a checkpoint does. That survives a killed process
+(the case a crash test exercises); only a power loss can take the last commits.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class SqliteMailbox:
 
     Envelopes wait in memory as well as on disk, so `depth` and ordering need no query; the
     disk copy is what a restart reads. `send_nowait` always raises `MailboxBlockedError`: a
-    message counts as sent only once it is stored, which takes the worker thread.
+    message counts as sent only once it is stored, and storing it waits for its batch.
     """
 
     def __init__(
@@ -120,7 +120,8 @@ class SqliteMailbox:
             self._dead_letters.dead_letter(envelope, reason)
 
     async def send(self, envelope: Envelope) -> None:
-        await self._ensure_loaded()
+        if not self._loaded:
+            await self._ensure_loaded()
         while len(self._ready) >= self._capacity and not self._closed:
             if self._room.is_set():
                 self._room = anyio.Event()
@@ -147,7 +148,12 @@ class SqliteMailbox:
         )
 
     async def receive(self) -> Delivery:
-        await self._ensure_loaded()
+        if not self._loaded:
+            await self._ensure_loaded()
+        if self._ready:
+            # The take and the ack commit at once on the event loop (`_group_commit`): one
+            # yield a message, so a long queue never holds the loop for its whole length.
+            await anyio.lowlevel.checkpoint()
         while not self._ready:
             if self._closed:
                 raise MailboxClosedError(self._name)
@@ -156,7 +162,7 @@ class SqliteMailbox:
             await self._arrived.wait()
         seq, envelope = self._ready.popleft()
         self._room.set()
-        await self._store.settle(self._store.take, seq)
+        await self._store.settle(self._store.take, seq, now=True)
         return Delivery(envelope, str(seq))
 
     def receive_nowait(self) -> Delivery | None:
@@ -165,7 +171,7 @@ class SqliteMailbox:
 
     async def ack(self, delivery: Delivery) -> None:
         assert delivery.tag is not None
-        await self._store.settle(self._store.ack, int(delivery.tag), delivery.envelope.id)
+        await self._store.settle(self._store.ack, int(delivery.tag), delivery.envelope.id, now=True)
 
     async def nack(self, delivery: Delivery, *, requeue: bool, reason: str) -> None:
         assert delivery.tag is not None

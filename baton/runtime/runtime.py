@@ -27,7 +27,7 @@ from baton.errors import (
     UsageError,
 )
 from baton.mailboxes.codec import EnvelopeCodec
-from baton.mailboxes.envelope import Envelope, new_id
+from baton.mailboxes.envelope import Envelope, new_id, told
 from baton.mailboxes.memory import MemoryMailbox
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.mailboxes.sqlite import DATABASE, SqliteMailbox, SqliteStore
@@ -193,13 +193,14 @@ class Runtime:
                 )
                 mailbox_factory = distributed.mailbox
             elif mailbox_factory is None and root is not None and settings.mailbox == "sqlite":
-                store = await SqliteStore.open(
-                    root / DATABASE,
-                    dead_letter_max=settings.dead_letter_max,
-                    dead_letter_age=settings.dead_letter_days * 86_400,
-                    retry=DISK_FULL_RETRY,
+                store = await backends.enter_async_context(
+                    SqliteStore.open(
+                        root / DATABASE,
+                        dead_letter_max=settings.dead_letter_max,
+                        dead_letter_age=settings.dead_letter_days * 86_400,
+                        retry=DISK_FULL_RETRY,
+                    )
                 )
-                backends.push_async_callback(_close_shielded, store)
                 mailbox_factory = sqlite_mailboxes(store, attempts)
             async with (
                 TokenLog.open(
@@ -383,7 +384,7 @@ class Runtime:
             await self.distributed.send(name, Envelope(name, message, sender))
             return
         cell = cell or self._cell(name)
-        envelope = Envelope(name, message, sender)
+        envelope = told(name, message, sender)
         try:
             try:
                 cell.mailbox.send_nowait(envelope)
@@ -396,11 +397,12 @@ class Runtime:
         """Queue `message` without waiting; `MailboxFullError` when the mailbox is full,
         `MailboxBlockedError` when it is durable (then `await tell()`)."""
         cell = self._cells.get(name)
-        if cell is None and self.distributed is not None:
-            raise MailboxBlockedError(f"{name!r} runs in another process: await tell()")
-        cell = cell or self._cell(name)
+        if cell is None:
+            if self.distributed is not None:
+                raise MailboxBlockedError(f"{name!r} runs in another process: await tell()")
+            cell = self._cell(name)  # raises UnknownActorError
         try:
-            cell.mailbox.send_nowait(Envelope(name, message, sender))
+            cell.mailbox.send_nowait(told(name, message, sender))
         except MailboxClosedError:
             raise ActorDeadError(name, cell.stop_reason or cell.state.value) from None
 
@@ -472,8 +474,3 @@ def _message_type(name: str, actor_type: type[Actor], type_name: str) -> type[Ba
             f"actor {name!r} accepts no message type {type_name!r}; it accepts: {known}"
         )
     return found
-
-
-async def _close_shielded(store: SqliteStore) -> None:
-    with anyio.CancelScope(shield=True):
-        await store.close()

@@ -273,7 +273,10 @@ class RunView:
         prices = pipeline.spend.prices if pipeline.spend is not None else PRICES
         workspace = runtime.workspace or self.workspace
         for state in pipeline.take_ended():
-            path = await write_end_report(runtime.token_log, workspace, state.scenario, prices)
+            # Taken is taken: a stop arriving meanwhile (idleness, a signal) must not lose
+            # the report, nor leave it to the final call, which no longer sees this end.
+            with anyio.CancelScope(shield=True):
+                path = await write_end_report(runtime.token_log, workspace, state.scenario, prices)
             if path is None:
                 continue
             self.reports[state.scenario] = path

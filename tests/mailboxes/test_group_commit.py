@@ -28,6 +28,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("CREATE TABLE IF NOT EXISTS t (n INTEGER PRIMARY KEY)")
+    db.execute("PRAGMA busy_timeout = 0")  # as GroupCommit requires: never wait on the loop
     return db
 
 
@@ -46,8 +47,6 @@ async def test_concurrent_sends_share_transactions_and_each_is_committed_on_retu
     """16 senders at once take fewer transactions than messages, and every send has its
     envelope committed (seen by another connection) by the time it returns."""
     path = tmp_path / "m.sqlite3"
-    store = await SqliteStore.open(path)
-    box = SqliteMailbox("box", store, CODEC, capacity=64)
     unseen: list[int] = []
 
     async def send(n: int) -> None:
@@ -61,7 +60,8 @@ async def test_concurrent_sends_share_transactions_and_each_is_committed_on_retu
         finally:
             other.close()
 
-    try:
+    async with SqliteStore.open(path) as store:
+        box = SqliteMailbox("box", store, CODEC, capacity=64)
         before = store.batches
         async with anyio.create_task_group() as group:
             for n in range(16):
@@ -70,8 +70,6 @@ async def test_concurrent_sends_share_transactions_and_each_is_committed_on_retu
         assert store.batches - before < 16
         received = [(await box.receive()).envelope.payload for _ in range(16)]
         assert list(range(16)) == sorted(m.n for m in received if isinstance(m, Ping))
-    finally:
-        await store.close()
 
 
 async def test_a_failing_operation_undoes_only_itself(tmp_path: Path) -> None:
@@ -135,28 +133,58 @@ async def test_a_call_cancelled_before_its_batch_never_runs(tmp_path: Path) -> N
     path = tmp_path / "c.sqlite3"
     db = _connect(path)
     group = GroupCommit(db)
-    started = anyio.Event()
-    release = anyio.Event()
-    token = anyio.lowlevel.current_token()
-
-    def slow() -> None:
-        anyio.from_thread.run_sync(started.set, token=token)
-        anyio.from_thread.run(release.wait, token=token)
+    holder = _locked_by_another_connection(path)
 
     def insert(n: int) -> None:
         db.execute("INSERT INTO t (n) VALUES (?)", (n,))
 
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(group.run, slow)
-        await started.wait()
+        tasks.start_soon(group.run, insert, 1)  # finds the lock taken: waits on the thread
+        await wait_all_tasks_blocked()
         with anyio.CancelScope() as scope:
             tasks.start_soon(_cancel_when_blocked, scope)
-            await group.run(insert, 1)
+            await group.run(insert, 2)
         assert scope.cancelled_caught
-        release.set()
-    await group.run(insert, 2)
-    assert {2} == _stored(path)
+        holder.execute("ROLLBACK")
+    await group.run(insert, 3)
+    assert ({1, 3}, 1) == (_stored(path), group.waited)
+    holder.close()
     db.close()
+
+
+async def test_a_locked_database_is_waited_for_off_the_event_loop(tmp_path: Path) -> None:
+    """While another connection holds the write lock, a batch waits on the worker thread:
+    the event loop goes on (another task runs to completion meanwhile), and the batch is
+    committed once the lock is released."""
+    path = tmp_path / "l.sqlite3"
+    db = _connect(path)
+    group = GroupCommit(db)
+    holder = _locked_by_another_connection(path)
+    loop_ran = anyio.Event()
+
+    def insert(n: int) -> int:
+        db.execute("INSERT INTO t (n) VALUES (?)", (n,))
+        return n
+
+    async def release_after_the_loop_ran() -> None:
+        await wait_all_tasks_blocked()  # the batch is on the thread, the loop is free
+        loop_ran.set()
+        holder.execute("ROLLBACK")
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(release_after_the_loop_ran)
+        with anyio.fail_after(4):  # within the busy timeout
+            committed = await group.run(insert, 7)
+    assert (7, True, {7}, 1) == (committed, loop_ran.is_set(), _stored(path), group.waited)
+    holder.close()
+    db.close()
+
+
+def _locked_by_another_connection(path: Path) -> sqlite3.Connection:
+    """Another connection (another process, say) in a write transaction on `path`."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
 
 
 async def _cancel_when_blocked(scope: anyio.CancelScope) -> None:
@@ -168,8 +196,6 @@ async def test_a_full_database_fails_the_batch_and_the_mark_stays_true(tmp_path:
     """When the database has no room, every send of the batch fails and the mark file's
     counters still match the database's (nothing counted that was not committed)."""
     path = tmp_path / "f.sqlite3"
-    store = await SqliteStore.open(path)
-    box = SqliteMailbox("box", store, CODEC, capacity=4096)
     failures: list[str] = []
 
     async def send(n: int) -> None:
@@ -178,7 +204,8 @@ async def test_a_full_database_fails_the_batch_and_the_mark_stays_true(tmp_path:
         except Exception as exc:  # noqa: BLE001 - the test counts what each caller got
             failures.append(type(exc).__name__)
 
-    try:
+    async with SqliteStore.open(path) as store:
+        box = SqliteMailbox("box", store, CODEC, capacity=4096)
         pages = await store.run(lambda: store._db.execute("PRAGMA page_count").fetchone()[0])
         await store.run(lambda: store._db.execute(f"PRAGMA max_page_count = {pages + 2}"))
         async with anyio.create_task_group() as group:
@@ -187,10 +214,10 @@ async def test_a_full_database_fails_the_batch_and_the_mark_stays_true(tmp_path:
         assert failures
         assert {"DiskFullFailure"} == set(failures)
         stored = await store.run(
-            lambda: store._db.execute("SELECT stored FROM marks").fetchone()[0]
+            lambda: store._db.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'envelopes'"
+            ).fetchone()[0]
         )
         marked = int(path.with_suffix(".mark").read_text().split()[3])
         assert stored == marked
         assert 400 - len(failures) == stored
-    finally:
-        await store.close()

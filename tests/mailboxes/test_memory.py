@@ -12,6 +12,7 @@ from anyio.lowlevel import checkpoint
 
 from baton.errors import MailboxClosedError, MailboxFullError
 from baton.mailboxes import Envelope, MemoryMailbox
+from baton.mailboxes.envelope import told
 from tests.mailboxes.sinks import Sink
 
 Boxes = Callable[..., MemoryMailbox]
@@ -153,6 +154,16 @@ def test_envelope_is_immutable_and_slotted() -> None:
     assert first.id != second.id
     retried = first.retried()
     assert (first.id, 2) == (retried.id, retried.attempt)
+
+
+def test_a_told_envelope_is_the_envelope_the_constructor_makes() -> None:
+    """`told`, the tell path's one-step constructor, gives an Envelope with every field as
+    `Envelope(recipient, payload, sender)` sets it, and an id of its own."""
+    made, fast = Envelope("a", "hi", "b"), told("a", "hi", "b")
+    assert Envelope is type(fast)
+    assert made._replace(seq=0, created_at=0.0) == fast._replace(seq=0, created_at=0.0)
+    assert (made.seq + 1, made.origin) == (fast.seq, fast.origin)
+    assert made.created_at <= fast.created_at
 
 
 def test_capacity_must_be_positive() -> None:

@@ -56,13 +56,10 @@ async def test_a_dead_letter_keeps_an_excerpt_its_size_and_hash_not_the_body(
 ) -> None:
     """A 1 MB message that is refused leaves 4 KB of it in `dead_letters`, with the whole
     body's size and SHA-256."""
-    store = await SqliteStore.open(tmp_path / "m.sqlite3")
-    try:
+    async with SqliteStore.open(tmp_path / "m.sqlite3") as store:
         big = ping(1, "x" * 1_000_000)
         await bury_all(store, big)
         rows = await store.run(store.dead_letter_bodies)
-    finally:
-        await store.close()
     body = CODEC.encode(big).encode()
     ((_, excerpt, size, sha256),) = rows
     assert (4096, len(body), hashlib.sha256(body).hexdigest()) == (
@@ -76,18 +73,15 @@ async def test_a_dead_letter_keeps_an_excerpt_its_size_and_hash_not_the_body(
 async def test_dead_letters_are_pruned_by_count_and_by_age(tmp_path: Path) -> None:
     """Beyond `dead_letter_max` the oldest go; one older than `dead_letter_age` goes too."""
     now = [1000.0]
-    store = await SqliteStore.open(
+    async with SqliteStore.open(
         tmp_path / "m.sqlite3", dead_letter_max=3, dead_letter_age=60, clock=lambda: now[0]
-    )
-    try:
+    ) as store:
         await bury_all(store, *(ping(n) for n in range(5)))
         by_count = [row[0] for row in await store.run(store.dead_letters)]
         now[0] += 61
         latest = ping(9)
         await bury_all(store, latest)
         by_age = [row[0] for row in await store.run(store.dead_letters)]
-    finally:
-        await store.close()
     assert 3 == len(by_count)
     assert [latest.id] == by_age
 
@@ -107,11 +101,8 @@ async def test_dead_letters_of_an_older_database_are_cut_at_open(tmp_path: Path)
             ("y" * 50_000,),
         )
     conn.close()
-    store = await SqliteStore.open(db)
-    try:
+    async with SqliteStore.open(db) as store:
         rows = await store.run(store.dead_letter_bodies)
-    finally:
-        await store.close()
     assert [("a", "y" * 4096, 50_000, hashlib.sha256(b"y" * 50_000).hexdigest())] == rows
 
 
@@ -155,7 +146,8 @@ async def test_a_damaged_database_is_one_line_naming_it_and_what_to_do(
     db = tmp_path / "m.sqlite3"
     damage(db)
     with pytest.raises(StateFileError) as refused:
-        await SqliteStore.open(db)
+        async with SqliteStore.open(db):
+            pass
     message = str(refused.value)
     assert (True, True, 1) == (
         message.startswith(f"{db} "),
@@ -168,13 +160,9 @@ async def test_a_damaged_database_is_one_line_naming_it_and_what_to_do(
 
 
 async def store_unhandled(db: Path, count: int) -> None:
-    store = await SqliteStore.open(db)
-    try:
-        async with box_in(store) as box:
-            for n in range(count):
-                await box.send(ping(n))
-    finally:
-        await store.close()
+    async with SqliteStore.open(db) as store, box_in(store) as box:
+        for n in range(count):
+            await box.send(ping(n))
 
 
 def remove_database(db: Path) -> None:
@@ -189,11 +177,10 @@ async def test_a_deleted_database_with_queued_messages_is_reported(tmp_path: Pat
     await store_unhandled(db, 21)
     remove_database(db)
     with capture_logs() as logs:
-        store = await SqliteStore.open(db)
-        warnings = store.warnings
-        await store.close()
-        again = await SqliteStore.open(db)
-        await again.close()
+        async with SqliteStore.open(db) as store:
+            warnings = store.warnings
+        async with SqliteStore.open(db) as again:
+            pass
     lost = [entry for entry in logs if entry["event"] == "mailbox.lost"]
     assert [(21, True)] == [(entry["missing"], entry["replaced"]) for entry in lost]
     assert 1 == len(warnings)
@@ -207,25 +194,21 @@ async def test_a_database_gone_back_to_an_older_state_is_reported(tmp_path: Path
     db = tmp_path / "m.sqlite3"
     backup = tmp_path / "old"
     backup.mkdir()
-    store = await SqliteStore.open(db)
-    try:
-        async with box_in(store) as box:
-            for n in range(3):
-                await box.send(ping(n))
-            await box.ack(await box.receive())
-            for suffix in ("", "-wal", "-shm"):
-                shutil.copy(f"{db}{suffix}", backup / f"m.sqlite3{suffix}")
-            for n in range(3, 8):
-                await box.send(ping(n))
-            await box.ack(await box.receive())
-    finally:
-        await store.close()
+    async with SqliteStore.open(db) as store, box_in(store) as box:
+        for n in range(3):
+            await box.send(ping(n))
+        await box.ack(await box.receive())
+        for suffix in ("", "-wal", "-shm"):
+            shutil.copy(f"{db}{suffix}", backup / f"m.sqlite3{suffix}")
+        for n in range(3, 8):
+            await box.send(ping(n))
+        await box.ack(await box.receive())
     remove_database(db)
     for suffix in ("", "-wal", "-shm"):
         shutil.copy(backup / f"m.sqlite3{suffix}", f"{db}{suffix}")
     with capture_logs() as logs:
-        store = await SqliteStore.open(db)
-        await store.close()
+        async with SqliteStore.open(db) as store:
+            pass
     (lost,) = [entry for entry in logs if entry["event"] == "mailbox.lost"]
     # 6 queued at the end against 2 in the copy: at least 4 are gone (5 were sent since).
     assert (4, 5, False) == (lost["missing"], lost["forgotten"], lost["replaced"])
@@ -237,8 +220,8 @@ async def test_a_first_start_and_a_clean_restart_report_nothing(tmp_path: Path) 
     db = tmp_path / "m.sqlite3"
     with capture_logs() as logs:
         await store_unhandled(db, 3)
-        store = await SqliteStore.open(db)
-        await store.close()
+        async with SqliteStore.open(db) as store:
+            pass
     assert ([], []) == (store.warnings, [e for e in logs if e["event"] == "mailbox.lost"])
 
 
@@ -250,9 +233,8 @@ async def test_a_full_disk_refuses_sends_and_settling_waits_for_room(tmp_path: P
     (nothing lost, no error) and goes through once there is room, as do sends again."""
     db = tmp_path / "m.sqlite3"
     room = Room()
-    store = await SqliteStore.open(db, sleep=room)
-    disk = FullDisk(store)
-    try:
+    async with SqliteStore.open(db, sleep=room) as store:
+        disk = FullDisk(store)
         async with box_in(store) as box:
             await box.send(ping(1))
             await box.send(ping(2))
@@ -270,8 +252,6 @@ async def test_a_full_disk_refuses_sends_and_settling_waits_for_room(tmp_path: P
             await box.send(ping(3))
             rest = [(await box.receive()).envelope.payload.n for _ in range(2)]
             left = await store.run(store.pending)
-    finally:
-        await store.close()
     assert str(db) in str(refused.value)
     assert "no space left" in str(refused.value)
     assert (2, 1, [2, 3], 2) == (kept, room.waits, rest, left)
@@ -280,16 +260,86 @@ async def test_a_full_disk_refuses_sends_and_settling_waits_for_room(tmp_path: P
 async def test_sqlites_own_disk_full_is_a_disk_full_failure(tmp_path: Path) -> None:
     """A database that may not grow (SQLite's own SQLITE_FULL) refuses a send with
     DiskFullFailure, and takes it once it may grow again."""
-    store = await SqliteStore.open(tmp_path / "m.sqlite3")
-    try:
-        async with box_in(store) as box:
-            pages = await store.run(lambda: store._db.execute("PRAGMA page_count").fetchone()[0])
-            await store.run(store._db.execute, f"PRAGMA max_page_count = {pages}")
-            with pytest.raises(DiskFullFailure):
-                await box.send(ping(1, "w" * 100_000))
-            await store.run(store._db.execute, "PRAGMA max_page_count = 1073741823")
-            await box.send(ping(2, "w" * 100_000))
-            depth = box.depth()
-    finally:
-        await store.close()
+    async with SqliteStore.open(tmp_path / "m.sqlite3") as store, box_in(store) as box:
+        pages = await store.run(lambda: store._db.execute("PRAGMA page_count").fetchone()[0])
+        await store.run(store._db.execute, f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(DiskFullFailure):
+            await box.send(ping(1, "w" * 100_000))
+        await store.run(store._db.execute, "PRAGMA max_page_count = 1073741823")
+        await box.send(ping(2, "w" * 100_000))
+        depth = box.depth()
     assert 1 == depth
+
+
+# --- the counters behind the mark --------------------------------------------------------------
+
+
+def _sequence_and_mark(db: Path) -> tuple[int, int]:
+    """The envelopes' AUTOINCREMENT sequence ("stored") and the mark file's stored count."""
+    with sqlite3.connect(db) as conn:
+        (seq,) = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'envelopes'").fetchone()
+    conn.close()
+    return seq, int(db.with_suffix(".mark").read_text().split()[3])
+
+
+async def test_a_duplicate_send_takes_no_number_so_the_mark_stays_exact(tmp_path: Path) -> None:
+    """An envelope sent again (queued or already acked) is dropped without taking a sequence
+    number: the database's "stored" counter and the mark agree, so a later loss of exactly
+    the newest message would still be noticed."""
+    db = tmp_path / "m.sqlite3"
+    first, second = ping(1), ping(2)
+    async with SqliteStore.open(db) as store, box_in(store) as box:
+        await box.send(first)
+        await box.send(first)  # queued already
+        await box.ack(await box.receive())
+        await box.send(first)  # acked already
+        await box.send(second)
+    assert (2, 2) == _sequence_and_mark(db)
+
+
+_OLDER_SCHEMA = """
+CREATE TABLE envelopes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, recipient TEXT NOT NULL,
+    in_flight INTEGER NOT NULL DEFAULT 0, deliveries INTEGER NOT NULL DEFAULT 0,
+    body TEXT NOT NULL);
+CREATE INDEX envelopes_by_recipient ON envelopes (recipient, seq);
+CREATE TABLE marks (one INTEGER PRIMARY KEY CHECK (one = 1), db_id TEXT NOT NULL,
+    stored INTEGER NOT NULL, settled INTEGER NOT NULL);
+INSERT INTO marks VALUES (1, '0123456789abcdef0123456789abcdef', 0, 0);
+CREATE TRIGGER envelope_stored AFTER INSERT ON envelopes
+    BEGIN UPDATE marks SET stored = stored + 1; END;
+CREATE TRIGGER envelope_settled AFTER DELETE ON envelopes
+    BEGIN UPDATE marks SET settled = settled + 1; END;
+"""
+
+
+async def test_a_database_of_the_earlier_schema_keeps_its_messages_and_identity(
+    tmp_path: Path,
+) -> None:
+    """A database written with the per-message index and counter triggers opens without a
+    loss reported against its mark, delivers what it holds, and loses the index and
+    triggers (they cost every message a page write)."""
+    db = tmp_path / "m.sqlite3"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(_OLDER_SCHEMA)
+        for n in (1, 2, 3):
+            conn.execute(
+                "INSERT INTO envelopes (id, recipient, body) VALUES (?, 'box', ?)",
+                (ping(n).id, CODEC.encode(ping(n))),
+            )
+        conn.execute("DELETE FROM envelopes WHERE seq = 1")
+    conn.close()
+    mark = "baton-mailboxes 1 0123456789abcdef0123456789abcdef"
+    db.with_suffix(".mark").write_text(f"{mark} {3:020d} {1:020d}\n")
+    with capture_logs() as logs:
+        async with SqliteStore.open(db) as store, box_in(store) as box:
+            delivered = [(await box.receive()).envelope.payload.n for _ in range(2)]
+            warnings = store.warnings
+    with sqlite3.connect(db) as conn:
+        left = sorted(row[0] for row in conn.execute("SELECT name FROM sqlite_master"))
+    conn.close()
+    assert ([2, 3], []) == (delivered, warnings)
+    assert [] == [e for e in logs if e["event"] in ("mailbox.lost", "mailbox.rewound")]
+    assert ["acked", "dead_letters", "envelopes", "marks", "sqlite_autoindex_acked_1"] == [
+        name for name in left if not name.startswith(("sqlite_autoindex_env", "sqlite_seq"))
+    ]

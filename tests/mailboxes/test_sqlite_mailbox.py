@@ -33,16 +33,13 @@ Opener = Callable[..., Awaitable[SqliteMailbox]]
 @asynccontextmanager
 async def process(path: Path, sink: Sink | None = None) -> AsyncIterator[Opener]:
     """One 'process life' of the database: its mailboxes die with it, unacked."""
-    store = await SqliteStore.open(path)
+    async with SqliteStore.open(path) as store:
 
-    async def open_box(name: str = "box", **options: int) -> SqliteMailbox:
-        settings = {"capacity": 8, "max_attempts": 3, **options}
-        return SqliteMailbox(name, store, CODEC, dead_letters=sink, **settings)
+        async def open_box(name: str = "box", **options: int) -> SqliteMailbox:
+            settings = {"capacity": 8, "max_attempts": 3, **options}
+            return SqliteMailbox(name, store, CODEC, dead_letters=sink, **settings)
 
-    try:
         yield open_box
-    finally:
-        await store.close()
 
 
 def ping(n: int) -> Envelope:

@@ -58,14 +58,14 @@ async def test_a_full_disk_refuses_new_work_keeps_the_queue_and_resumes(tmp_path
     DiskFullFailure naming the file, `status` still answers, the message being handled waits
     to be acked; once there is room every queued message is handled, none dead-lettered."""
     room = Room()
-    store = await SqliteStore.open(tmp_path / "m.sqlite3", sleep=room)
-    disk = FullDisk(store)
     gate = anyio.Event()
     handled: list[int] = []
     async with (
+        SqliteStore.open(tmp_path / "m.sqlite3", sleep=room) as store,
         Runtime.open(tmp_path, mailbox_factory=sqlite_mailboxes(store, 3)) as rt,
         ControlServer.open(rt),
     ):
+        disk = FullDisk(store)
         await rt.spawn("scheduler", Scheduler)
         await rt.spawn("worker", Gated, gate, handled)
         for n in (1, 2, 3):
@@ -90,7 +90,6 @@ async def test_a_full_disk_refuses_new_work_keeps_the_queue_and_resumes(tmp_path
         left = await store.run(store.pending)
         dead = rt.dead_letters.total
         alive = rt.is_alive("worker")
-    await store.close()  # opened here, not by the runtime
     assert str(tmp_path / "m.sqlite3") in str(refused.value)
     assert str(refused.value) == str(remote.value)
     assert "no space left to write" in (status.scenarios_error or "")
