@@ -12,6 +12,7 @@ context size, so no per-turn operation walks the whole history.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -148,6 +149,13 @@ class Conversation(BaseModel):
     rounds: list[Round] = Field(default_factory=list)
     summary: CarriedSummary | None = None
     facts: list[KeyFact] = Field(default_factory=list)
+    fact_seqs: list[int] = Field(
+        default_factory=list,
+        description="per fact, `next_seq` when it was registered: it came from an earlier step",
+    )
+    facts_summarized: int = Field(
+        0, ge=0, description="facts registered when the last compaction merged the ledger"
+    )
     next_seq: int = Field(0, ge=0, description="seq of the next step")
     next_round: int = Field(0, ge=0, description="seq of the next round")
     compactions: int = Field(0, ge=0)
@@ -167,6 +175,8 @@ class Conversation(BaseModel):
 
     def model_post_init(self, __context: Any) -> None:
         self._ledger = KeyFactLedger(self.facts)
+        # A snapshot from before registration seqs: its facts count as the oldest.
+        self.fact_seqs[:0] = [0] * max(0, len(self.facts) - len(self.fact_seqs))
         self._reindex()
         for entry in self._round_entries:
             self._account.add(entry.tokens)
@@ -189,6 +199,11 @@ class Conversation(BaseModel):
     def ledger(self) -> KeyFactLedger:
         """The key facts registered so far."""
         return self._ledger
+
+    def facts_before(self, seq: int) -> int:
+        """How many facts were registered before step `seq` was appended (so none of them
+        came from that step or a later one)."""
+        return bisect_right(self.fact_seqs, seq)
 
     @property
     def account(self) -> TokenAccount:
@@ -376,7 +391,9 @@ class Conversation(BaseModel):
         self.steps_since_compaction += 1
 
     def _apply_facts(self, facts: list[KeyFact]) -> None:
-        self.facts.extend(self._ledger.add(facts))
+        new = self._ledger.add(facts)
+        self.facts.extend(new)
+        self.fact_seqs.extend([self.next_seq] * len(new))
 
     def _apply_compaction(self, record: Compaction) -> None:
         first = record.first_kept_seq
@@ -405,6 +422,7 @@ class Conversation(BaseModel):
                 strategy=record.strategy,
             )
         self.compactions += 1
+        self.facts_summarized = len(self.facts)  # every strategy merges the whole ledger
         self.steps_since_compaction = 0
         # Whatever the compaction kept now follows a summary, not the history its thinking
         # was produced after.

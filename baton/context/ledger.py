@@ -97,17 +97,16 @@ class KeyFactLedger:
         return [f.value for f in self._facts.values() if f.kind == "id"]
 
     def shown(
-        self, *, limit: int | None = None, max_tokens: int | None = None
+        self, *, start: int = 0, limit: int | None = None, max_tokens: int | None = None
     ) -> tuple[list[KeyFact], int]:
         """The facts a request shows, in registration order, and how many the cap left out.
 
         `limit` takes the first `limit` facts registered (a round pinned by thinking shows
-        what its first thinking step saw); `max_tokens` drops facts, lowest `rank` first and
-        oldest first within a rank, until the rest fit.
+        what its first thinking step saw), and `start` leaves out the first `start` of those
+        (shown elsewhere already); `max_tokens` drops facts, lowest `rank` first and oldest
+        first within a rank, until the rest fit.
         """
-        facts = list(self._facts.values())
-        if limit is not None:
-            facts = facts[:limit]
+        facts = list(self._facts.values())[start:limit]
         if max_tokens is None:
             return facts, 0
         total = sum(fact.tokens for fact in facts)
@@ -125,6 +124,7 @@ class KeyFactLedger:
         self,
         summary: MutableMapping[str, Any],
         *,
+        start: int = 0,
         limit: int | None = None,
         max_tokens: int | None = None,
     ) -> int:
@@ -133,10 +133,10 @@ class KeyFactLedger:
 
         A fact counts as present when its exact value already appears there; otherwise it is
         added under its label (or its value), never overwriting what the model wrote. With
-        `limit`, only the first `limit` facts registered are merged; with `max_tokens`, the
-        facts `shown` keeps under that cap.
+        `start` and `limit`, only the facts registered from the `start`-th to before the
+        `limit`-th are merged; with `max_tokens`, the facts `shown` keeps under that cap.
         """
-        facts, dropped = self.shown(limit=limit, max_tokens=max_tokens)
+        facts, dropped = self.shown(start=start, limit=limit, max_tokens=max_tokens)
         for fact in facts:
             section = "key_paths" if fact.kind == "path" else "key_ids"
             target = summary.get(section)

@@ -1,5 +1,6 @@
 """The key-fact ledger shown on its own: for a strategy that carries no summary to merge it
-into (`sliding_window`; docs/context.md, "Key-fact ledger").
+into (`sliding_window`), or for the facts its summary does not carry yet (`summarize`;
+docs/context.md, "Key-fact ledger").
 
 The view is the same JSON a summary would get (`key_paths`, `key_ids`), capped at the
 budget's `ledger_max_tokens`, in one user turn inside `<key_facts>` tags.
@@ -21,18 +22,23 @@ LEDGER_HEADING = (
 )
 
 
-def ledger_json(ledger: KeyFactLedger, *, facts: int | None, max_tokens: int) -> str | None:
-    """The first `facts` facts under the cap as compact JSON; None when none is shown."""
+def ledger_json(
+    ledger: KeyFactLedger, *, facts: int | None, max_tokens: int, start: int = 0
+) -> str | None:
+    """The first `facts` facts but the first `start`, under the cap, as compact JSON; None
+    when none is shown."""
     data: dict[str, Any] = {}
-    ledger.merge_into(data, limit=facts, max_tokens=max_tokens)
+    ledger.merge_into(data, start=start, limit=facts, max_tokens=max_tokens)
     if not data:
         return None
     return json.dumps(data, ensure_ascii=False)
 
 
-def ledger_message(ledger: KeyFactLedger, *, facts: int | None, max_tokens: int) -> Message | None:
-    """The ledger as a user turn, or None when it shows nothing."""
-    text = ledger_json(ledger, facts=facts, max_tokens=max_tokens)
+def ledger_message(
+    ledger: KeyFactLedger, *, facts: int | None, max_tokens: int, start: int = 0
+) -> Message | None:
+    """The ledger (`ledger_json`'s facts) as a user turn, or None when it shows nothing."""
+    text = ledger_json(ledger, facts=facts, max_tokens=max_tokens, start=start)
     if text is None:
         return None
     return render_user(f"{LEDGER_HEADING}\n<{LEDGER_TAG}>\n{text}\n</{LEDGER_TAG}>")

@@ -31,7 +31,8 @@ from baton.context.caching import Anchor
 from baton.context.conversation import Conversation
 from baton.context.events import CompactionMode, ContextWarningEvent
 from baton.context.fallback import fallback_summary
-from baton.context.payload import Payload
+from baton.context.ledger_view import ledger_message
+from baton.context.payload import Message, Payload
 from baton.context.records import Compaction
 from baton.context.steps import StepLayout
 from baton.context.strategy import Summarizer
@@ -77,6 +78,7 @@ class SummarizeStrategy(StrategyBase):
         self._history = Builder()
         self._history_rounds = 0
         self._fold_cursor = 0
+        self._note: tuple[tuple[int, int], Message | None] | None = None
 
     @property
     def boundary(self) -> int:
@@ -89,6 +91,7 @@ class SummarizeStrategy(StrategyBase):
         self._history = Builder()
         self._history_rounds = 0
         self._fold_cursor = 0
+        self._note = None
 
     def _first_whole(self) -> int:
         return self._boundary
@@ -155,6 +158,7 @@ class SummarizeStrategy(StrategyBase):
     def _body(self, conversation: Conversation, builder: Builder) -> list[Anchor | None]:
         builder.extend(self._history)
         history_end = builder.end_anchor() if self._history.messages else None
+        builder.add(self._facts_note(conversation))
         entries = conversation.entries
         rounds = conversation.round_entries
         i = self._boundary
@@ -165,6 +169,28 @@ class SummarizeStrategy(StrategyBase):
                 add_entry(builder, conversation, entries[i])
                 i += 1
         return [history_end]
+
+    def _facts_note(self, conversation: Conversation) -> Message | None:
+        """The key facts no longer shown where they came from and not yet in the summary:
+        registered since the last compaction merged the ledger, before the first step shown
+        whole. It changes only when the boundary moves or a compaction happens, and sits
+        after the history's breakpoint, so between batches the prompt cache holds
+        (docs/context.md, "Key-fact ledger")."""
+        entries = conversation.entries
+        i = self._boundary
+        first_whole = entries[i].step.seq if i < len(entries) else conversation.next_seq
+        span = (conversation.facts_summarized, conversation.facts_before(first_whole))
+        if span[1] <= span[0]:
+            return None
+        if self._note is None or self._note[0] != span:
+            note = ledger_message(
+                conversation.ledger,
+                start=span[0],
+                facts=span[1],
+                max_tokens=self.budget.ledger_max_tokens,
+            )
+            self._note = (span, note)
+        return self._note[1]
 
     def fits(self, conversation: Conversation, ready: ReadySummary) -> bool:
         """Whether `ready` can be used now: with the steps appended since its request kept

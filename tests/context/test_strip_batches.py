@@ -10,6 +10,7 @@ import pytest
 from ctx_factories import SYSTEM, TOOLS, assert_valid, fixed_summarizer, summary_text, tool_step
 
 from baton.context.conversation import Conversation
+from baton.context.ledger import id_facts
 from baton.context.payload import Payload
 from baton.context.prompt_cache import PrefixCache
 from baton.context.records import dump_record
@@ -149,3 +150,40 @@ def test_strip_batch_tokens_must_be_positive() -> None:
     """A batch of no tokens is a caller mistake, refused by name."""
     with pytest.raises(UsageError, match="strip_batch_tokens must be at least 1"):
         SummarizeStrategy(_budget(), strip_batch_tokens=0)
+
+
+def test_facts_of_stripped_steps_stay_and_requests_between_batches_only_grow() -> None:
+    """Before any compaction, an id a tool result carried and a path the agent wrote stay
+    in every request after their steps are stripped (a key-facts note after the history),
+    and between two moves of the boundary each request still only grows at its end."""
+    conversation = Conversation()
+    conversation.start_round("go")
+    strategy = _batched()
+    registered: list[str] = []
+    previous: list[Any] = []
+    moved = 0
+    for n in range(12):
+        sample, written = f"BS_MT_{n:03d}", f"scenarios/demo/tools/checker_{n}.py"
+        tool_step(
+            conversation,
+            tool_name="Write",
+            path=written,
+            result_text=f"wrote it; {sample} failed before\n" + "r" * 3200,
+        )
+        conversation.register_facts(id_facts([sample], origin="pattern", source="Read"))
+        conversation.register_paths([written], source="Write")
+        registered += [sample, written]
+        before = strategy.boundary
+        strategy.on_turn_complete(conversation)
+        payload = strategy.compose_payload(SYSTEM, TOOLS, conversation)
+        assert_valid(payload)
+        shown = json.dumps(payload["messages"], ensure_ascii=False)
+        assert [] == [fact for fact in registered if fact not in shown], n
+        messages = _bare(payload["messages"])
+        if strategy.boundary == before:
+            assert previous == messages[: len(previous)]
+        else:
+            moved += 1
+        previous = messages
+    assert 0 == conversation.compactions
+    assert moved >= 3  # the boundary moved, so results were stripped
