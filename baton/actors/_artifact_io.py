@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import time
 from pathlib import Path
 
 import aiofiles
@@ -12,6 +14,36 @@ import anyio
 from baton._private import private_dir, private_opener
 
 TEMP_SUFFIX = ".tmp"
+_TOKEN_HEX = 6  # bytes of randomness in a temp file's name
+_LEFTOVER = re.compile(rf"^\..+\.[0-9a-f]{{{2 * _TOKEN_HEX}}}{re.escape(TEMP_SUFFIX)}$")
+LEFTOVER_AGE_S = 600.0
+"""A write's temp file older than this is a leftover of a killed process, never one in
+progress (a write takes milliseconds), even with other processes on the same workspace."""
+
+
+def is_write_leftover(name: str) -> bool:
+    """Whether `name` is the temp file of a `write_atomic`: only a process killed between
+    writing and renaming leaves one behind, and it is no one's artifact."""
+    return _LEFTOVER.match(name) is not None
+
+
+def remove_write_leftovers(root: Path, *, older_than: float = LEFTOVER_AGE_S) -> int:
+    """Delete the write leftovers under `root` older than `older_than` seconds; how many
+    (blocking: run it on a worker thread)."""
+    removed = 0
+    now = time.time()
+    for directory, _, files in os.walk(root):
+        for name in files:
+            if not is_write_leftover(name):
+                continue
+            path = Path(directory, name)
+            try:
+                if now - path.lstat().st_mtime > older_than:
+                    path.unlink()
+                    removed += 1
+            except OSError:
+                continue  # gone meanwhile, or not ours to remove: left as it is
+    return removed
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -38,7 +70,7 @@ async def write_atomic(path: Path, data: bytes, *, private: bool = False) -> Non
         await anyio.Path(directory).mkdir(parents=True, exist_ok=True)
     # Same directory, so os.replace is a rename on one filesystem; the leading dot keeps
     # the half-written file out of casual listings.
-    temp = directory / f".{path.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    temp = directory / f".{path.name}.{secrets.token_hex(_TOKEN_HEX)}{TEMP_SUFFIX}"
     try:
         opener = private_opener if private else None
         async with aiofiles.open(temp, "xb", opener=opener) as handle:

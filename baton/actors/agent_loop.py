@@ -475,8 +475,11 @@ class AgentLoop:
         through = conversation.entries[-1].step.seq if conversation.entries else -1
 
         async def summarize(payload: Payload) -> str:
-            if state.pending_summary is not None:
-                return state.pending_summary  # written before a crash: not paid for twice
+            # Answered before a crash, to this very request: not paid for twice. One that
+            # answered an earlier request (a background summary this compaction refused:
+            # it no longer fits) does not answer this one.
+            if state.pending_summary is not None and state.pending_through in (None, through):
+                return state.pending_summary
             return await self._summary_call(state, payload, turn=turn, through_seq=through)
 
         before = [entry.step for entry in conversation.entries]

@@ -15,10 +15,12 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 import structlog
 
+from baton.actors._artifact_io import remove_write_leftovers
 from baton.actors.agent_config import AgentConfig
 from baton.actors.agent_setup import AgentSetup
 from baton.actors.config import BatonConfig
@@ -31,6 +33,7 @@ from baton.actors.model_retry import ModelRetry
 from baton.actors.offline_model import OfflineModel
 from baton.actors.recording import RecordingModel
 from baton.actors.roles import EXECUTE, INIT, ExecuteActor, InitActor, agent_setup
+from baton.actors.scenario import SCENARIOS_DIR
 from baton.actors.scheduler import SchedulerActor
 from baton.actors.scheduler_memory import SchedulerMemory
 from baton.actors.spend import SpendLedger, load_spend
@@ -132,6 +135,18 @@ def model_concurrency(deployment: BatonConfig, roles: Iterable[str]) -> dict[str
     return concurrency
 
 
+async def _ready_workspace(runtime: Runtime) -> Path:
+    """The runtime's workspace (the pipeline needs one), rid of the temp files of writes a
+    killed process left under `scenarios/`."""
+    workspace = runtime.workspace
+    if workspace is None:
+        raise UsageError("the pipeline needs a workspace: Runtime.open(workspace=...)")
+    removed = await anyio.to_thread.run_sync(remove_write_leftovers, workspace / SCENARIOS_DIR)
+    if removed:
+        log.info("artifacts.leftovers_removed", count=removed)
+    return workspace
+
+
 @asynccontextmanager
 async def open_pipeline(
     runtime: Runtime,
@@ -148,9 +163,7 @@ async def open_pipeline(
     a sleep there). `record` appends every reply of a scenario's call to its recording (it
     needs the API key); `require_scenario_model` refuses offline the submit of a scenario
     with neither a recording nor a script (docs/recordings.md), as `baton run` does."""
-    workspace = runtime.workspace
-    if workspace is None:
-        raise UsageError("the pipeline needs a workspace: Runtime.open(workspace=...)")
+    workspace = await _ready_workspace(runtime)
     roles = check_roles(roles)
     if roles != AGENTS and runtime.distributed is None:
         raise UsageError(

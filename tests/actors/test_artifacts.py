@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
+from baton.actors._artifact_io import remove_write_leftovers
 from baton.actors.artifacts import (
     ITERATION_SUBDIRS,
     ArtifactStore,
@@ -291,6 +293,23 @@ async def test_atomic_writes_leave_no_temp_files(tmp_path: Path) -> None:
     await write_atomic(target, b'{"n": 2}')
     assert b'{"n": 2}' == target.read_bytes()
     assert ["file.json"] == os.listdir(target.parent)
+
+
+def test_old_write_leftovers_are_removed_and_fresh_ones_and_other_files_kept(
+    tmp_path: Path,
+) -> None:
+    """Temp files of writes older than the age limit go; one young enough to be a write in
+    progress (another process's) stays, and so does every other file."""
+    folder = tmp_path / "leave/execution_outputs"
+    folder.mkdir(parents=True)
+    old, young = folder / ".a.json.0415eb8a5a2f.tmp", folder / ".b.json.9f00aa11bb22.tmp"
+    kept = [folder / "a.json", folder / ".notes.tmp", young]
+    for path in [old, *kept]:
+        path.write_text("x", encoding="utf-8")
+    hour_ago = time.time() - 3600
+    os.utime(old, (hour_ago, hour_ago))
+    assert 1 == remove_write_leftovers(tmp_path)
+    assert sorted(p.name for p in kept) == sorted(os.listdir(folder))
 
 
 async def test_a_failed_write_keeps_the_old_file_whole(

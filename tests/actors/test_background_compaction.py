@@ -262,3 +262,71 @@ def test_the_hard_limit_is_halfway_from_the_threshold_to_the_room_left_in_the_wi
         context_window=400_000, compact_threshold=100_000, max_output_tokens=20_000
     )
     assert 240_000 == hard_limit(budget)
+
+
+def _read(path: str) -> dict[str, Any]:
+    return {"tool_use": {"name": "Read", "input": {"path": path}}}
+
+
+SMALL = [f"small_{n}.txt" for n in range(12)]
+# First round: past precompact_at, so a summary is asked for, then stripped back under it
+# (no compaction); second round: many small reads, then a big one crosses the threshold.
+TWO_ROUNDS: list[Any] = [
+    *(_read(path) for path in SMALL[:4]),
+    "Read the first four.",
+    *(_read(path) for path in SMALL[4:]),
+    _read("big.txt"),
+    "Read the rest.",
+    "Nothing else.",
+]
+
+
+async def two_rounds(workspace: Path, records: list[dict[str, Any]] | None = None) -> Any:
+    """Both rounds on `workspace` (resuming `records` as the journal, when given)."""
+    for n, path in enumerate(SMALL):
+        (workspace / path).write_text(
+            "\n".join(f"small {n} line {i}: {'leave rule ' * 8}" for i in range(30))
+        )
+    (workspace / "big.txt").write_text(
+        "\n".join(f"big line {i}: {'leave rule ' * 8}" for i in range(250))
+    )
+    if records is not None:
+        journal = workspace / ".baton" / "journal" / "init" / "main.jsonl"
+        journal.parent.mkdir(parents=True)
+        journal.write_bytes(b"".join(encode_line(r) for r in records))
+    model = ScriptedModel(Script.model_validate({"actors": {"init": TWO_ROUNDS}}))
+    async with Runtime.open(workspace) as rt:
+        agent = setup(workspace, model, rt.token_log, precompact_at=0.5)
+        await rt.spawn("init", InitActor, agent)
+        if records is None:
+            assert "Read the first four." == await rt.ask("init", Prompt(text="read 0-3"))
+            assert "Read the rest." == await rt.ask("init", Prompt(text="read the rest"))
+        # Resumed, the interrupted round finishes first, then this one.
+        assert "Nothing else." == await rt.ask("init", Prompt(text="anything else?"))
+    return await FileJournalStore(workspace).read("init", "main"), model
+
+
+async def test_a_summary_answered_for_an_earlier_round_is_not_taken_after_a_crash(
+    tmp_path: Path,
+) -> None:
+    """A summary asked for in the background and answered, but left unused when its round
+    ended, does not answer a later compaction it no longer fits: live the summary is asked
+    for again; resumed from a crash before that second answer, the agent asks again too,
+    with the same request, and compacts as the uninterrupted run did."""
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    records, clean_model = await two_rounds(clean)
+    kinds = [r["type"] for r in records]
+    summaries = [i for i, kind in enumerate(kinds) if kind == "summary"]
+    second_round = [i for i, kind in enumerate(kinds) if kind == "round"][1]
+    # Two answers for compaction 0: the first round's (unused), then the second round's.
+    assert 2 == len(summaries)
+    assert [0, 0] == [records[i]["compaction"] for i in summaries]
+    assert summaries[0] < second_round < summaries[1] < kinds.index("compaction")
+    fresh = [c for c in clean_model.calls if c.context.purpose == "compaction"][1]
+    resumed_at = tmp_path / "resumed"
+    resumed_at.mkdir()
+    resumed, model = await two_rounds(resumed_at, records[: summaries[1]])
+    asked = [c for c in model.calls if c.context.purpose == "compaction"]
+    assert [fresh.payload] == [c.payload for c in asked]
+    assert shape(records) == shape(resumed)

@@ -74,15 +74,28 @@ def journal_steps(workspace: Path, scenario: str = SCENARIO) -> Counter[tuple[st
             record = decode_line(line)
             if record is None:
                 continue  # a torn last line, as a kill leaves it
-            actor, conversation = path.parent.name, path.stem
-            if record.get("type") == "response":
-                steps[(actor, conversation, "response", record["turn"])] += 1
-            elif record.get("type") == "summary":
-                # One compaction may ask twice: in the background, then again at the
-                # threshold when that summary no longer fits (docs/context.md).
-                kind = f"summary through {record.get('through_seq')}"
-                steps[(actor, conversation, kind, record["compaction"])] += 1
+            key = reply_key(path.parent.name, path.stem, record)
+            if key is not None:
+                steps[key] += 1
     return steps
+
+
+def reply_key(
+    actor: str, conversation: str, record: dict[str, Any]
+) -> tuple[str, str, str, int] | None:
+    """The model reply a journal record holds, as the crash tests count them, or None."""
+    if record.get("type") == "response":
+        return (actor, conversation, "response", record["turn"])
+    if record.get("type") == "summary":
+        # One compaction may ask twice: in the background, then again at the threshold when
+        # that summary no longer fits (docs/context.md); each request is answered once.
+        return (
+            actor,
+            conversation,
+            f"summary through {record.get('through_seq')}",
+            record["compaction"],
+        )
+    return None
 
 
 def logged_calls(

@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from tests.e2e.test_crash import logged_calls, model_calls, scenario_state
+from tests.e2e.test_crash import logged_calls, model_calls, reply_key, scenario_state
 from tests.e2e.test_process import BATON, SCENARIO, Child, env, scenario_workspace
 from tests.redis_server import running_redis
 
@@ -62,11 +62,9 @@ def redis_steps(client: redis.Redis) -> Counter[tuple[str, str, str, int]]:
     for key in client.scan_iter("baton:journal:*"):
         _, _, actor, conversation = key.decode().split(":", 3)
         for raw in client.lrange(key, 0, -1):
-            record = json.loads(raw)
-            if record.get("type") == "response":
-                steps[(actor, conversation, "response", record["turn"])] += 1
-            elif record.get("type") == "summary":
-                steps[(actor, conversation, "summary", record["compaction"])] += 1
+            step = reply_key(actor, conversation, json.loads(raw))
+            if step is not None:
+                steps[step] += 1
     return steps
 
 

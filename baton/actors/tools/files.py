@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from baton.actors._artifact_io import is_write_leftover
 from baton.actors.artifacts import artifact_model, validate_artifact, write_atomic
 from baton.actors.regular_files import read_checked, refusal, stat_or_none
 from baton.actors.tools._sandbox import Sandbox
@@ -258,8 +259,8 @@ class List:
     ) -> bool:
         children = sorted([child async for child in directory.iterdir()], key=lambda c: c.name)
         for child in children:
-            if self._sandbox.is_reserved(Path(child)):
-                continue
+            if self._sandbox.is_reserved(Path(child)) or is_write_leftover(child.name):
+                continue  # baton's own, or the temp file of a write a killed process left
             if len(out) >= args.max_entries:
                 return False
             if await child.is_symlink():

@@ -151,6 +151,21 @@ async def test_list_shows_kinds_and_sizes_and_skips_the_runtime_directory(tmp_pa
     ] == outcome.content.splitlines()
 
 
+async def test_list_leaves_out_what_a_write_killed_mid_way_left(tmp_path: Path) -> None:
+    """The temp file of an atomic write whose process was killed before the rename is not
+    listed (a killed and resumed run lists what an uninterrupted one does); another dotfile
+    is."""
+    (tmp_path / "a.json").write_text("{}", encoding="utf-8")
+    (tmp_path / ".a.json.0415eb8a5a2f.tmp").write_text("{", encoding="utf-8")
+    (tmp_path / ".notes.tmp").write_text("x", encoding="utf-8")
+    outcome = await List(Sandbox(tmp_path)).run(ListInput())
+    assert [
+        "./: 2 entries",
+        ".notes.tmp  (1 bytes)",
+        "a.json  (2 bytes)",
+    ] == outcome.content.splitlines()
+
+
 async def test_list_stops_at_its_cap_and_says_so(tmp_path: Path) -> None:
     """With more entries than max_entries, the listing stops there and tells how to see more."""
     for n in range(5):
