@@ -219,22 +219,6 @@ class SummaryFailure(RuntimeFailure):
     """Raised when a compaction summary could not be produced or did not validate."""
 
 
-class CompactionIneffectiveFailure(RuntimeFailure):
-    """Raised when an agent's context is about to overflow its window and compacting no
-    longer frees enough to help (docs/context.md, "Ineffective compactions")."""
-
-    def __init__(self, actor: str, tokens: int, window: int, freed: list[int], floor: int) -> None:
-        self.actor = actor
-        self.tokens = tokens
-        self.window = window
-        super().__init__(
-            f"{actor}: the context ({tokens} tokens) is about to overflow its {window}-token "
-            f"window, and the last compactions freed only {', '.join(map(str, freed))} tokens "
-            f"(under min_compaction_gain's {floor}); lower keep_recent_steps or "
-            f"truncate_over_chars, raise compact_threshold, or start a new conversation"
-        )
-
-
 class JournalCorruptError(RuntimeFailure):
     """Raised when a journal line other than the last is damaged (a torn last line is fine)."""
 
@@ -381,6 +365,23 @@ class ScriptExhaustedError(UsageError):
         super().__init__(
             f"the model script for actor {actor!r} has {length} replies but turn {turn} was "
             "asked for; add replies to the script or give the ScriptedModel a policy"
+        )
+
+
+class CompactionIneffectiveError(UsageError):
+    """Raised when an agent's context is about to overflow its window and compacting no
+    longer frees enough to help: the round cannot go on as configured, and trying it again
+    would end the same way (docs/context.md, "Ineffective compactions")."""
+
+    def __init__(self, actor: str, tokens: int, window: int, freed: list[int], floor: int) -> None:
+        self.actor = actor
+        self.tokens = tokens
+        self.window = window
+        super().__init__(
+            f"{actor}: the context ({tokens} tokens) is about to overflow its {window}-token "
+            f"window, and the last compactions freed only {', '.join(map(str, freed))} tokens "
+            f"(under min_compaction_gain's {floor}); lower keep_recent_steps or "
+            f"truncate_over_chars, raise compact_threshold, or start a new conversation"
         )
 
 

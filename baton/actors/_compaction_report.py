@@ -5,16 +5,18 @@
 Two compactions in a row that each free less than `min_compaction_gain` x the threshold
 stop the conversation compacting (a `context.compaction_ineffective` line gives the
 figures): a third would cost a summary call and free as little. From then on the round goes
-on uncompacted, and fails with `CompactionIneffectiveFailure` once the context is about to
-overflow the window. The count lives in the process: a restarted agent counts afresh.
+on uncompacted, and fails with `CompactionIneffectiveError` once the context is about to
+overflow the window. A resumed agent counts again from its journal's compaction records, so
+it stops where the uninterrupted one would have.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -25,7 +27,7 @@ from baton.context.events import ContextCompactedEvent
 from baton.context.records import Compaction
 from baton.context.steps import Step
 from baton.context.strategy import ContextBudget
-from baton.errors import CompactionIneffectiveFailure
+from baton.errors import CompactionIneffectiveError
 
 WEAK_IN_A_ROW = 2
 
@@ -74,14 +76,14 @@ class CompactionReports:
         return guard is None or not guard.stopped
 
     def may_compact(self, conversation: Conversation, budget: ContextBudget) -> bool:
-        """False once compacting stopped helping; `CompactionIneffectiveFailure` when, on top
+        """False once compacting stopped helping; `CompactionIneffectiveError` when, on top
         of that, the next turn could overflow the window."""
         guard = self._guards.get(conversation.id)
         if guard is None or not guard.stopped:
             return True
         tokens = conversation.context_tokens
         if tokens + budget.max_output_tokens >= budget.context_window:
-            raise CompactionIneffectiveFailure(
+            raise CompactionIneffectiveError(
                 self._actor(),
                 tokens,
                 budget.context_window,
@@ -126,16 +128,32 @@ class CompactionReports:
     def _floor(self, budget: ContextBudget) -> int:
         return int(self._min_gain * budget.compact_threshold)
 
-    def _count(self, conversation: Conversation, record: Compaction, budget: ContextBudget) -> None:
-        guard = self._guards.setdefault(conversation.id, _Guard())
-        freed = max(0, record.tokens_before - record.tokens_after)
+    def restore(
+        self, conversation: str, compactions: Iterable[Mapping[str, Any]], budget: ContextBudget
+    ) -> None:
+        """Count a conversation's journaled compaction records again, in order, as they were
+        counted live (their `context.compaction_ineffective` line is not logged twice)."""
+        guard = self._guards[conversation] = _Guard()
+        for record in compactions:
+            freed = int(record.get("tokens_before", 0)) - int(record.get("tokens_after", 0))
+            self._weak(guard, freed, budget)
+
+    def _weak(self, guard: _Guard, freed: int, budget: ContextBudget) -> bool:
+        """Count one compaction that freed `freed` tokens; True when it stops compacting."""
+        freed = max(0, freed)
         if freed >= self._floor(budget):
             guard.weak.clear()
-            return
+            return False
         guard.weak.append(freed)
         if len(guard.weak) < WEAK_IN_A_ROW or guard.stopped:
-            return
+            return False
         guard.stopped = True
+        return True
+
+    def _count(self, conversation: Conversation, record: Compaction, budget: ContextBudget) -> None:
+        guard = self._guards.setdefault(conversation.id, _Guard())
+        if not self._weak(guard, record.tokens_before - record.tokens_after, budget):
+            return
         self._token_log.emit(
             "context.compaction_ineffective",
             freed_tokens=list(guard.weak),

@@ -129,19 +129,31 @@ class AgentActor(Actor):
             log.info("agent.spend_cap_unreported", actor=self.actor_name)
 
     async def _refused(self, message: Dispatch, error: UsageError) -> None:
-        if message.dispatch_id is None:
+        await self._tell_refused(
+            message.scenario, message.conversation_id, message.dispatch_id, error
+        )
+
+    async def _tell_refused(
+        self, scenario: str | None, conversation: str, dispatch_id: str | None, error: UsageError
+    ) -> None:
+        if scenario is None or dispatch_id is None:
             return  # not the Scheduler's work order: the asker (or the dead letter) has it
         log.warning("agent.work_refused", actor=self.actor_name, error=str(error))
-        await self.actor_ref.peer(self.setup.handoff_to).tell(
-            WorkRefused(
-                scenario=message.scenario,
-                conversation=message.conversation_id,
-                source=self.actor_name,
-                dispatch_id=message.dispatch_id,
-                reason=f"{type(error).__name__}: {error}",
-            ),
-            sender=self.actor_name,
-        )
+        try:
+            await self.actor_ref.peer(self.setup.handoff_to).tell(
+                WorkRefused(
+                    scenario=scenario,
+                    conversation=conversation,
+                    source=self.actor_name,
+                    dispatch_id=dispatch_id,
+                    reason=f"{type(error).__name__}: {error}",
+                ),
+                sender=self.actor_name,
+            )
+        except ActorDeadError:
+            # A round resumed on start, before the Scheduler runs (or in a process without
+            # one): the failure stays in this actor's log and with the asker.
+            log.info("agent.refusal_unreported", actor=self.actor_name)
 
     @handler
     async def resume(self, message: ResumeRound) -> str:
@@ -151,6 +163,13 @@ class AgentActor(Actor):
                 return ""
             try:
                 text = await self.loop.run_round(message.conversation, None)
+            except UsageError as error:
+                # The round cannot go on (e.g. compacting stopped helping): the Scheduler
+                # ends the scenario with the reason instead of waiting for the round.
+                await self._tell_refused(
+                    state.scenario, message.conversation, state.round_key, error
+                )
+                raise
             except SpendCapReachedFailure as reached:
                 await self._cap_reached(message.conversation, reached, state.round_key)
                 return ""

@@ -97,9 +97,7 @@ class AgentLoop:
         self.book = ConversationBook(
             journal=setup.journal,
             owner=lambda: host.actor_name,
-            load=lambda conversation, records: load_state(
-                conversation, records, self._new_strategy, self.budget
-            ),
+            load=self._load_state,
         )
         self._last: ConversationState | None = None
         self._toolbox = (
@@ -116,6 +114,19 @@ class AgentLoop:
             token_log=setup.token_log,
             min_gain=setup.config.min_compaction_gain,
         )
+
+    def _load_state(
+        self, conversation: str, records: Iterable[Mapping[str, Any]]
+    ) -> ConversationState:
+        """A conversation rebuilt from its journal, its compactions counted again."""
+        records = list(records)
+        state = load_state(conversation, records, self._new_strategy, self.budget)
+        self._compactions.restore(
+            conversation,
+            (r for r in records if r.get("type") == "compaction"),
+            state.budget or self.budget,
+        )
+        return state
 
     @property
     def name(self) -> str:

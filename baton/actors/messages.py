@@ -124,8 +124,9 @@ class RoundWaiting(_Message):
 
 
 class WorkRefused(_Message):
-    """An agent refused a work order (a `UsageError`: the order itself is wrong), so no round
-    will answer it: the Scheduler ends the scenario with the reason instead of waiting."""
+    """An agent refused a work order, or gave up its round (a `UsageError`: the order is
+    wrong, or the round cannot go on as configured), so no round will answer it: the
+    Scheduler ends the scenario with the reason instead of waiting."""
 
     scenario: ScenarioName
     conversation: str = Field(min_length=1)

@@ -18,13 +18,15 @@ from baton.actors.agent_config import AgentConfig
 from baton.actors.compaction_audit import compaction_lines, last_compactions
 from baton.actors.config import parse_config
 from baton.actors.journal import FileJournalStore
-from baton.actors.messages import Prompt
+from baton.actors.messages import Dispatch, Prompt, WorkRefused
 from baton.actors.roles import InitActor, agent_setup
 from baton.actors.scripted_model import Script, ScriptedModel
+from baton.context.agent_context import AgentContext
 from baton.context.conversation import Conversation
 from baton.context.records import Compaction
 from baton.context.strategy import ContextBudget
-from baton.errors import CompactionIneffectiveFailure, ConfigError
+from baton.errors import CompactionIneffectiveError, ConfigError
+from baton.runtime.actor import Actor, handler
 from baton.server._control_models import StatusReport
 from baton.server._render import render_status
 from baton.testing import capture_token_log
@@ -110,55 +112,125 @@ async def test_each_compaction_writes_a_private_audit_named_in_its_log_line(
     assert line in render_status(report).splitlines()
 
 
+BIG = "\n".join(f"line {n}: leave balance record {'x' * 80}" for n in range(200))
+READS: list[Any] = [
+    {"tool_use": {"name": "Read", "input": {"path": f"big{n}.txt"}}} for n in range(12)
+]
+WEAK = AgentConfig(
+    model="claude-opus-4-5",
+    context_window=40_000,
+    compact_threshold=12_000,
+    keep_recent_steps=8,
+    max_output_tokens=1000,
+    min_compaction_gain=0.9,
+    load_budget_tokens=1_000_000,
+)
+
+
+def _weak_agent(workspace: Path, runtime: Runtime, model: Any) -> Any:
+    return agent_setup(
+        "init",
+        WEAK,
+        workspace=workspace,
+        model=model,
+        journal=FileJournalStore(workspace),
+        token_log=runtime.token_log,
+    )
+
+
 async def test_an_agent_stops_compacting_and_fails_the_round_before_overflowing(
     tmp_path: Path,
 ) -> None:
     """Keeping 8 steps whole of ~7K tokens each, compactions free under 0.9 x 12K: after two
-    the agent logs `context.compaction_ineffective`, compacts no more, and its handler fails
-    with the overflow message before the window (40K) is exceeded by a request."""
-    big = "\n".join(f"line {n}: leave balance record {'x' * 80}" for n in range(200))
+    the agent logs `context.compaction_ineffective`, compacts no more, and the round fails
+    with the overflow message before the window (40K) is exceeded by a request: once, to
+    the asker, with no restart and no retry (it would end the same way)."""
     for n in range(12):
-        (tmp_path / f"big{n}.txt").write_text(big)
-    turns: list[Any] = [
-        {"tool_use": {"name": "Read", "input": {"path": f"big{n}.txt"}}} for n in range(12)
-    ]
-    model = ScriptedModel(Script.model_validate({"actors": {"init": [*turns, "done"]}}))
-    config = AgentConfig(
-        model="claude-opus-4-5",
-        context_window=40_000,
-        compact_threshold=12_000,
-        keep_recent_steps=8,
-        max_output_tokens=1000,
-        min_compaction_gain=0.9,
-        load_budget_tokens=1_000_000,
-    )
+        (tmp_path / f"big{n}.txt").write_text(BIG)
+    model = ScriptedModel(Script.model_validate({"actors": {"init": [*READS, "done"]}}))
     async with Runtime.open(tmp_path) as rt:
-        setup = agent_setup(
-            "init",
-            config,
-            workspace=tmp_path,
-            model=model,
-            journal=FileJournalStore(tmp_path),
-            token_log=rt.token_log,
-        )
-        await rt.spawn("init", InitActor, setup)
-        with capture_token_log() as lines:
-            # Retried after the failure, the round resumes from the journal and finishes.
-            assert "done" == await rt.ask("init", Prompt(text="read them all"))
+        await rt.spawn("init", InitActor, _weak_agent(tmp_path, rt, model))
+        with capture_token_log() as lines, pytest.raises(CompactionIneffectiveError) as failed:
+            await rt.ask("init", Prompt(text="read them all"))
+        alive = rt.is_alive("init")
     events = [line["event"] for line in lines]
     stopped = events.index("context.compaction_ineffective")
-    failed = events.index("actor.restarted")
-    assert stopped < failed
     assert 2 <= events[:stopped].count("context.compacted")
-    assert "context.compacted" not in events[stopped:failed]
+    assert "context.compacted" not in events[stopped:]
+    assert ([], True) == ([e for e in events if e == "actor.restarted"], alive)
     ineffective = lines[stopped]
     assert all(freed < 10_800 for freed in ineffective["freed_tokens"])
     assert 10_800 == ineffective["min_gain_tokens"]
-    reason = lines[failed]["reason"]
-    assert "CompactionIneffectiveFailure: init: the context" in reason
-    assert "about to overflow its 40000-token window" in reason
-    sent = [line["context_tokens"] for line in lines[:failed] if line["event"] == "model.call"]
+    assert "init: the context" in str(failed.value)
+    assert "about to overflow its 40000-token window" in str(failed.value)
+    sent = [line["context_tokens"] for line in lines if line["event"] == "model.call"]
     assert all(tokens < 40_000 for tokens in sent)
+
+
+async def test_a_restarted_agent_reads_the_weak_compactions_back_from_its_journal(
+    tmp_path: Path,
+) -> None:
+    """After the round failed, a new process on the same journal does not compact again
+    (nor pay for another summary): its next request on the conversation fails the same
+    way at once."""
+    for n in range(12):
+        (tmp_path / f"big{n}.txt").write_text(BIG)
+    script = Script.model_validate({"actors": {"init": [*READS, "done"]}})
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("init", InitActor, _weak_agent(tmp_path, rt, ScriptedModel(script)))
+        with pytest.raises(CompactionIneffectiveError) as first:
+            await rt.ask("init", Prompt(text="read them all"))
+    model = ScriptedModel(script)
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("init", InitActor, _weak_agent(tmp_path, rt, model))
+        with pytest.raises(CompactionIneffectiveError) as again:
+            await rt.ask("init", Prompt(text="go on"))
+    assert str(first.value) == str(again.value)
+    assert [] == list(model.calls)
+
+
+class _Refusals(Actor):
+    """Stands in for the Scheduler: keeps the work refusals it is told of."""
+
+    def __init__(self, refused: list[WorkRefused]) -> None:
+        self.refused = refused
+
+    @handler
+    async def work_refused(self, message: WorkRefused) -> None:
+        self.refused.append(message)
+
+
+async def test_a_scenario_round_that_cannot_go_on_ends_its_scenario_now_and_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    """A work order whose round stops helping itself by compacting is given up with the
+    reason, which the Scheduler hears (it ends the scenario); the same round resumed by a
+    restarted process is given up the same way, and heard again."""
+    for n in range(12):
+        (tmp_path / f"big{n}.txt").write_text(BIG)
+    script = Script.model_validate({"actors": {"init": [*READS, "done"]}})
+    order = Dispatch(
+        scenario="leave",
+        agent_context=AgentContext(task_summary="read them all"),
+        dispatch_id="leave#1",
+    )
+    heard: list[list[WorkRefused]] = [[], []]
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("scheduler", _Refusals, heard[0])
+        await rt.spawn("init", InitActor, _weak_agent(tmp_path, rt, ScriptedModel(script)))
+        with pytest.raises(CompactionIneffectiveError):
+            await rt.ask("init", order)
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("scheduler", _Refusals, heard[1])
+        await rt.spawn("init", InitActor, _weak_agent(tmp_path, rt, ScriptedModel(script)))
+        with anyio.fail_after(10):
+            while not heard[1]:
+                await anyio.wait_all_tasks_blocked()
+    for refusals in heard:
+        assert [("leave", "leave", "init", "leave#1")] == [
+            (r.scenario, r.conversation, r.source, r.dispatch_id) for r in refusals
+        ]
+        assert refusals[0].reason.startswith("CompactionIneffectiveError: init: the context")
 
 
 def _conversation(context_tokens: int) -> Conversation:
@@ -236,7 +308,7 @@ async def test_a_stopped_conversation_about_to_overflow_fails_with_a_clear_messa
     for before, after in ((195_000, 192_000), (193_000, 190_000)):
         await reports.compacted(conversation, _record(before, after), [], BUDGET)
     with pytest.raises(
-        CompactionIneffectiveFailure, match=r"execute: the context .* about to overflow"
+        CompactionIneffectiveError, match=r"execute: the context .* about to overflow"
     ):
         reports.may_compact(conversation, BUDGET)
 
