@@ -51,9 +51,9 @@ class AgentConfig(BudgetFields):
     max_steps: int = Field(50, ge=1)
     load_budget_tokens: int = Field(40_000, ge=1)
     tool_timeout_s: float = Field(60.0, gt=0)
-    max_concurrency: int = Field(4, ge=1)
+    max_concurrency: int = Field(8, ge=1)
     max_concurrent_keys: int = Field(
-        4,
+        8,
         ge=1,
         le=1024,
         description="conversations (scenario runs) the agent works on at once",

@@ -131,11 +131,11 @@ async def test_two_scenarios_run_their_rounds_at_once_with_the_artifacts_of_one_
 
 async def test_an_agents_concurrent_conversations_come_from_its_config(tmp_path: Path) -> None:
     """`[actors.execute] max_concurrent_keys` sets how many conversations Execute works on
-    at once (default 4); a value below 1 is refused with the key named."""
-    (tmp_path / "baton.toml").write_text("[actors.execute]\nmax_concurrent_keys = 8\n")
+    at once (default 8); a value below 1 is refused with the key named."""
+    (tmp_path / "baton.toml").write_text("[actors.execute]\nmax_concurrent_keys = 3\n")
     async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
         cells = rt._cells
         limits = {n: cells[n].instance.actor_max_concurrent_keys for n in ("init", "execute")}
-        assert {"init": 4, "execute": 8} == limits
+        assert {"init": 8, "execute": 3} == limits
     with pytest.raises(ConfigError, match=r"actors\.execute\.max_concurrent_keys"):
         parse_config({"actors": {"execute": {"model": "m", "max_concurrent_keys": 0}}})
