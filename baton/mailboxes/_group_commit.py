@@ -90,7 +90,6 @@ class GroupCommit:
         # FIFO, and acquiring it yields once: callers that are ready queue theirs before the
         # batch is taken; one that finds its operation done by an earlier batch passes through.
         self._turn = anyio.Lock()
-        self._thread = anyio.CapacityLimiter(1)  # the connection on a thread: one at a time
         self._current: Operation[Any] | None = None
         self.batches = 0  # transactions committed or rolled back, for tests and benchmarks
         self.waited = 0  # batches that found the database locked and waited on the thread
@@ -136,7 +135,7 @@ class GroupCommit:
             if self._queue:
                 batch, self._queue = self._queue, []
                 await self._commit(batch)
-            return await anyio.to_thread.run_sync(fn, *args, limiter=self._thread)
+            return await anyio.to_thread.run_sync(fn, *args)
 
     def on_commit(self, action: Callable[[], None]) -> None:
         """Run `action` once the running operation is committed."""
@@ -148,7 +147,8 @@ class GroupCommit:
             self._commit_now(batch)
         except _Busy:
             self.waited += 1
-            await anyio.to_thread.run_sync(self._commit_waiting, batch, limiter=self._thread)
+            # The turn is held meanwhile: nothing else uses the connection.
+            await anyio.to_thread.run_sync(self._commit_waiting, batch)
         if self._since_checkpoint >= self._checkpoint_every and self._checkpoint_due is not None:
             self._since_checkpoint = 0
             self._checkpoint_due()

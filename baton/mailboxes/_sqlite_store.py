@@ -1,5 +1,6 @@
 """`SqliteStore`: the one SQLite database (WAL) that holds every durable mailbox of a
-workspace, its schema, and the statements the mailboxes run through its group commit.
+workspace (opened and checked by `_sqlite_open`), and the statements the mailboxes run
+through its group commit.
 
 Failures are said, not crashed on (`_sqlite_health`): a send that finds no room raises
 `DiskFullFailure`, and a write that settles a stored message (take, release, ack, bury) waits
@@ -21,14 +22,11 @@ from typing import Protocol, TypeVar
 import anyio
 import structlog
 
-from baton._private import private_dir, private_file
-from baton.errors import (
-    DiskFullFailure,
-    StateFileError,
-)
-from baton.mailboxes._group_commit import BUSY_TIMEOUT_MS, GroupCommit
+from baton.errors import DiskFullFailure
+from baton.mailboxes._group_commit import GroupCommit
 from baton.mailboxes._sqlite_checkpoint import Checkpointer
-from baton.mailboxes._sqlite_health import Counts, MarkFile, compare, damaged, translate
+from baton.mailboxes._sqlite_health import Counts, MarkFile, compare, translate
+from baton.mailboxes._sqlite_open import open_checked
 from baton.mailboxes.dead_letter_body import excerpt
 
 log = structlog.get_logger(__name__)
@@ -42,119 +40,11 @@ DEAD_LETTER_MAX = 10_000  # dead letters kept, newest first (`runtime.dead_lette
 DEAD_LETTER_AGE = 30 * 86_400.0  # seconds a dead letter is kept (`runtime.dead_letter_days`)
 FULL_RETRY_WAIT = 1.0  # seconds between tries for room, without a retry schedule
 
-# Every statement here is paid on each message, so the tables carry nothing a message does
-# not need: no index beyond the keys (a mailbox's rows are read by recipient only at start,
-# when a scan of what is queued is cheap), and no counter rows: the counters the mark file
-# compares (`_sqlite_health`) are derived, "stored" from the envelopes' AUTOINCREMENT
-# sequence (rolled back with the transaction that would have stored), "settled" from it and
-# the rows left. Databases made before keep their old index, triggers and counter columns
-# until they are dropped here.
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS envelopes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    recipient TEXT NOT NULL,
-    in_flight INTEGER NOT NULL DEFAULT 0,
-    deliveries INTEGER NOT NULL DEFAULT 0,
-    body TEXT NOT NULL
-);
-DROP INDEX IF EXISTS envelopes_by_recipient;
-CREATE TABLE IF NOT EXISTS acked (
-    n INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE
-);
-CREATE TABLE IF NOT EXISTS dead_letters (
-    n INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL,
-    recipient TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    body TEXT NOT NULL,
-    at REAL NOT NULL,
-    size INTEGER,
-    sha256 TEXT
-);
-CREATE TABLE IF NOT EXISTS marks (
-    one INTEGER PRIMARY KEY CHECK (one = 1),
-    db_id TEXT NOT NULL,
-    stored INTEGER NOT NULL DEFAULT 0,
-    settled INTEGER NOT NULL DEFAULT 0
-);
-INSERT OR IGNORE INTO marks (one, db_id) VALUES (1, lower(hex(randomblob(16))));
-DROP TRIGGER IF EXISTS envelope_stored;
-DROP TRIGGER IF EXISTS envelope_settled;
-"""
-_COUNTS = """
-SELECT (SELECT db_id FROM marks),
-       COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'envelopes'), 0),
-       (SELECT COUNT(*) FROM envelopes)
-"""
-
 
 class RetrySchedule(Protocol):
     """How long to wait before try number `attempt + 1` (`baton.runtime.backoff.Backoff`)."""
 
     def delay(self, attempt: int, rand: float = 0.0) -> float: ...
-
-
-def _excerpt_old_dead_letters(db: sqlite3.Connection) -> None:
-    """Bring a database from before the excerpts up to date: the columns, and bodies cut."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(dead_letters)")}
-    if "size" not in columns:
-        db.execute("ALTER TABLE dead_letters ADD COLUMN size INTEGER")
-        db.execute("ALTER TABLE dead_letters ADD COLUMN sha256 TEXT")
-    for n, body in db.execute("SELECT n, body FROM dead_letters WHERE size IS NULL").fetchall():
-        cut = excerpt(body)
-        db.execute(
-            "UPDATE dead_letters SET body = ?, size = ?, sha256 = ? WHERE n = ?",
-            (cut.text, cut.size, cut.sha256, n),
-        )
-
-
-def _checked_open(
-    path: Path, connect: Callable[[], sqlite3.Connection]
-) -> tuple[sqlite3.Connection, Counts]:
-    """`connect()`, checked: a one-line baton error when the database cannot be used."""
-    if path.is_dir():
-        raise damaged(path, "is a directory, not the mailbox database")
-    if path.exists() and not path.is_file():
-        raise damaged(path, "is not a regular file (a FIFO, a device, a socket?)")
-    for companion in (Path(f"{path}-wal"), Path(f"{path}-shm")):
-        if companion.exists() and not companion.is_file():
-            raise StateFileError(
-                companion,
-                "is a directory or another special file, not SQLite's file",
-                "move it aside, then start again",
-            )
-    try:
-        db = connect()
-    except sqlite3.Error as exc:
-        raise _opening(path, exc) from None
-    try:
-        # A damaged page is found now, with one line naming the file, rather than by the
-        # statement that happens to read it while an actor is being supervised.
-        problems = [row[0] for row in db.execute("PRAGMA quick_check(3)")]
-        if problems != ["ok"]:
-            raise damaged(path, f"is damaged ({'; '.join(problems)})")
-        _excerpt_old_dead_letters(db)
-        db_id, stored, queued = db.execute(_COUNTS).fetchone()
-    except BaseException as exc:
-        db.close()
-        if isinstance(exc, sqlite3.Error):
-            raise _opening(path, exc) from None
-        raise
-    return db, Counts(str(db_id), int(stored), int(stored) - int(queued))
-
-
-def _opening(path: Path, error: sqlite3.Error) -> Exception:
-    found = translate(path, error)
-    if isinstance(found, DiskFullFailure):
-        # Nothing runs yet that could resume by itself: starting needs the room first.
-        return StateFileError(
-            path, f"cannot be written: {error}", "free disk space (or quota), then start again"
-        )
-    if found is error:
-        return damaged(path, f"cannot be opened as a database ({error})")
-    return found
 
 
 class SqliteStore:
@@ -211,29 +101,7 @@ class SqliteStore:
 
         Dead letters beyond `dead_letter_max` or older than `dead_letter_age` seconds are
         pruned; `retry` spaces the tries of a write waiting for disk space."""
-
-        def connect() -> sqlite3.Connection:
-            # Private (README, "Sandbox and file modes"): SQLite creates -wal and -shm with the
-            # database's mode, so a 0600 database keeps them 0600 too.
-            private_file(private_dir(path.parent) / path.name)
-            # Autocommit mode: the group commit opens and ends each transaction itself.
-            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            db.executescript(_SCHEMA)
-            return db
-
-        def checked_open() -> tuple[sqlite3.Connection, Counts]:
-            db, counts = _checked_open(path, connect)
-            # From now on statements run on the event loop (`_group_commit`): they must never
-            # wait there, so a locked database raises at once and the batch waits on the
-            # worker thread; checkpoints (they fsync) run there too (`_sqlite_checkpoint`).
-            db.execute("PRAGMA busy_timeout=0")
-            db.execute("PRAGMA wal_autocheckpoint=0")
-            return db, counts
-
-        db, counts = await anyio.to_thread.run_sync(checked_open)
+        db, counts = await anyio.to_thread.run_sync(open_checked, path)
         try:
             async with Checkpointer.running(path) as checkpointer:
                 store = cls(
@@ -279,9 +147,9 @@ class SqliteStore:
                 raise
             raise found from exc
 
-    async def write(self, fn: Callable[..., T], *args: object, now: bool = False) -> T:
+    async def write(self, fn: Callable[..., T], *args: object) -> T:
         """`run` for a write: refused with `DiskFullFailure` while there is no room."""
-        result = await self.run(fn, *args, now=now)
+        result = await self.run(fn, *args)
         if self.full is not None:
             self._room_again()
         return result
