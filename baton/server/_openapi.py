@@ -115,7 +115,8 @@ def _described(body: Any, returns: type[BaseModel]) -> Callable[..., Any]:
     """An endpoint that is only described, never routed to: the generic route serves it."""
 
     async def endpoint(message: Any) -> Any:
-        raise NotImplementedError("documentation only: /actors/{name}/tell|ask serve it")
+        # Never routed to (FastAPI only reads its signature for the schema).
+        raise RuntimeError("documentation only: /actors/{name}/tell|ask serve it")
 
     endpoint.__annotations__ = {"message": Annotated[body, Body()], "return": returns}
     return endpoint
