@@ -35,9 +35,6 @@ class MemoryMailbox:
         send, receive = anyio.create_memory_object_stream[Envelope](capacity)
         self._send: MemoryObjectSendStream[Envelope] = send
         self._receive: MemoryObjectReceiveStream[Envelope] = receive
-        # Bound once: an attribute lookup less on each side of every message.
-        self._put = send.send_nowait
-        self._take = receive.receive_nowait
         # A requeued envelope goes to the front so a retry does not overtake its successors.
         self._requeued: list[Envelope] = []
 
@@ -66,7 +63,7 @@ class MemoryMailbox:
 
     def send_nowait(self, envelope: Envelope) -> None:
         try:
-            self._put(envelope)
+            self._send.send_nowait(envelope)
         except anyio.WouldBlock:
             raise MailboxFullError(self._name, self._capacity) from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -87,7 +84,7 @@ class MemoryMailbox:
             return Delivery(self._requeued.pop())
         try:
             # tuple.__new__ skips NamedTuple's Python-level __new__: half the cost, per message.
-            return tuple.__new__(Delivery, (self._take(), None))
+            return tuple.__new__(Delivery, (self._receive.receive_nowait(), None))
         except anyio.WouldBlock:
             return None
         except (anyio.EndOfStream, anyio.ClosedResourceError):
