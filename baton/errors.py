@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import errno
 import json
-from collections.abc import Iterable, Mapping
+import resource
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # The module, not its class: every exception class named here is a BatonError.
 import pydantic
@@ -220,15 +221,34 @@ class SummaryFailure(RuntimeFailure):
 
 
 class JournalCorruptError(RuntimeFailure):
-    """Raised when a journal line other than the last is damaged (a torn last line is fine)."""
+    """Raised when a conversation's journal cannot be replayed: a line other than the last is
+    damaged (a torn last line is dropped), or a record does not follow from the ones before
+    it. The message names the journal (file or Redis key), the actor, the conversation, the
+    line and how to set the journal aside."""
 
-    def __init__(self, path: object, line: int) -> None:
-        self.path = path
+    def __init__(
+        self, where: object, line: int, *, actor: str, conversation: str, problem: str, fix: str
+    ) -> None:
+        self.path = str(where)
         self.line = line
+        self.actor = actor
+        self.conversation = conversation
+        self.problem = problem
         super().__init__(
-            f"journal {path} is damaged at line {line} (not the last line, so not a torn "
-            "write); move the file aside to start that conversation afresh"
+            f"journal {where} (actor {actor!r}, conversation {conversation!r}) is damaged at "
+            f"line {line}: {problem} — {fix}"
         )
+
+
+class JournalRecordError(RuntimeFailure):
+    """Raised when a journal record does not follow from the ones before it (a step out of
+    order, a field missing) as a conversation is rebuilt; the agent reports it as its
+    journal's `JournalCorruptError`, which names the journal and what to do."""
+
+    def __init__(self, line: int, problem: str) -> None:
+        self.line = line
+        self.problem = problem
+        super().__init__(f"journal record {line} does not fit the ones before it: {problem}")
 
 
 class LeaseLostError(RuntimeFailure):
@@ -244,27 +264,82 @@ class LeaseLostError(RuntimeFailure):
         )
 
 
+_F = TypeVar("_F", bound=BaseException)
+
+
 class DiskFullFailure(RuntimeFailure):
-    """Raised when a write failed for lack of disk space (or quota): the runtime refuses new
-    work until there is room again, keeps everything already stored, and resumes by itself."""
+    """Raised when a write failed for lack of disk space, or of disk quota: the runtime
+    refuses new work until there is room again, keeps everything already stored, and resumes
+    by itself (README.md, "After a full disk or a damaged file").
+
+    A used-up quota (EDQUOT) is waited out as a full disk is: deleting files frees a quota as
+    it frees a disk. A quota smaller than the one file being written looks the same to the
+    writer and so waits too, until the quota is raised; the message names the quota, and
+    `baton status` shows the wait, so it is not a silent hang."""
+
+    def __init__(self, path: object, detail: str, *, quota: bool = False) -> None:
+        self.path = str(path)
+        self.detail = detail
+        self.quota = quota
+        if quota:
+            what = f"disk quota exceeded writing {path}"
+            fix = "free space within your quota or raise the quota"
+        else:
+            what, fix = f"no space left to write {path}", "free disk space"
+        super().__init__(
+            f"{what} ({detail}): baton refuses new work until there is room — {fix}; queued "
+            "messages are kept and work resumes by itself"
+        )
+
+
+def file_size_limit() -> int | None:
+    """The largest file this process may write, in bytes (RLIMIT_FSIZE, `ulimit -f`), or None
+    when it has no such limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+class FileTooLargeFailure(RuntimeFailure):
+    """Raised when a write failed because the file may not grow any larger (EFBIG): it
+    reached the process's file-size limit (`ulimit -f`) or the largest file its filesystem
+    allows. No wait makes room for it, so, unlike `DiskFullFailure`, the work that needed the
+    write fails once, with this reason (README.md, "After a full disk or a damaged file")."""
 
     def __init__(self, path: object, detail: str) -> None:
         self.path = str(path)
         self.detail = detail
+        self.limit = file_size_limit()  # read now: the limit the write met
+        if self.limit is not None:
+            why = f"this process may write files of at most {self.limit:,} bytes (ulimit -f)"
+            fix = "raise the limit (`ulimit -f unlimited`) and start baton again"
+        else:
+            why = "it has reached the largest file its filesystem allows"
+            fix = "move the workspace to a filesystem that allows larger files"
         super().__init__(
-            f"no space left to write {path} ({detail}): baton refuses new work until there is "
-            "room — free disk space (or raise the quota); queued messages are kept and work "
-            "resumes by itself"
+            f"{path} cannot grow ({detail}): {why}; waiting does not make room, so the work "
+            f"that needed the write failed — {fix}"
         )
 
 
-# The OS's words for "no room": the disk is full, the quota is used up, the file may not grow.
-SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+# The OS's words for "no room yet": the disk is full, the quota is used up. EFBIG (the file
+# may not grow) is not one of them: no wait ends it (`FileTooLargeFailure`).
+SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
-def out_of_space(error: BaseException) -> DiskFullFailure | None:
-    """The `DiskFullFailure` that `error` is, or was caused by (an `OSError` for space
-    becomes one naming its file), looking into groups; None when it is no such failure."""
+def write_failure(path: object, error: OSError) -> DiskFullFailure | FileTooLargeFailure | None:
+    """The failure naming `path` that a write refused for room (`error`) is: the file may
+    not grow (EFBIG), or the disk or the quota is full; None for any other `OSError`."""
+    if error.errno == errno.EFBIG:
+        return FileTooLargeFailure(path, error.strerror or str(error))
+    if error.errno in SPACE_ERRNOS:
+        quota = error.errno == errno.EDQUOT
+        return DiskFullFailure(path, error.strerror or str(error), quota=quota)
+    return None
+
+
+def _find(error: BaseException, kind: type[_F]) -> _F | None:
+    """The `kind` of failure that `error` is, or was caused by (an `OSError` refused for
+    room becomes one naming its file), looking into groups; None when it is none."""
     seen: set[int] = set()
     pending = [error]
     while pending:
@@ -272,14 +347,37 @@ def out_of_space(error: BaseException) -> DiskFullFailure | None:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, DiskFullFailure):
+        if isinstance(current, kind):
             return current
-        if isinstance(current, OSError) and current.errno in SPACE_ERRNOS:
-            return DiskFullFailure(current.filename or "a file", current.strerror or str(current))
+        if isinstance(current, OSError):
+            found = write_failure(current.filename or "a file", current)
+            if isinstance(found, kind):
+                return found
         if isinstance(current, BaseExceptionGroup):
             pending.extend(current.exceptions)
         pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
     return None
+
+
+def out_of_space(error: BaseException) -> DiskFullFailure | None:
+    """The `DiskFullFailure` that `error` is, or was caused by (an `OSError` for space
+    becomes one naming its file), looking into groups; None when it is no such failure."""
+    return _find(error, DiskFullFailure)
+
+
+def file_too_large(error: BaseException) -> FileTooLargeFailure | None:
+    """The `FileTooLargeFailure` that `error` is, or was caused by (an `OSError` EFBIG becomes
+    one naming its file), looking into groups; None when it is no such failure."""
+    return _find(error, FileTooLargeFailure)
+
+
+def unretriable(error: Exception) -> BatonError | None:
+    """The error that settles a failed message at once, when retrying cannot help: a
+    `UsageError` (the request itself is wrong) or the `FileTooLargeFailure` it was caused by
+    (the file may not grow); None for any other failure."""
+    if isinstance(error, UsageError):
+        return error
+    return file_too_large(error)
 
 
 class StateFileError(UsageError):
@@ -290,6 +388,17 @@ class StateFileError(UsageError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{path} {problem} — {fix}")
+
+
+class DamagedScenarioError(StateFileError):
+    """Raised when a scenario's record under `.baton/scheduler/` cannot be read back: the
+    Scheduler refuses that scenario (submit, approve, reject, show) until the file is moved
+    aside, and `baton status` lists it."""
+
+    def __init__(self, scenario: str, path: object, problem: str, fix: str) -> None:
+        self.scenario = scenario
+        self.fix = fix
+        super().__init__(path, problem, fix)
 
 
 class MemoryInputError(UsageError):
@@ -356,15 +465,46 @@ class SandboxViolationError(UsageError):
 
 
 class ScriptExhaustedError(UsageError):
-    """Raised when a scripted model is asked for a turn its script has no reply for."""
+    """Raised when a scripted model is asked for a turn its script has no reply for; `script`
+    names a scenario's offline script file (docs/scenarios.md, "When the script runs out")."""
 
-    def __init__(self, actor: str, turn: int, length: int) -> None:
+    def __init__(
+        self,
+        actor: str,
+        turn: int,
+        length: int,
+        *,
+        script: object | None = None,
+        scenario: str | None = None,
+    ) -> None:
         self.actor = actor
         self.turn = turn
         self.length = length
+        if script is None:
+            super().__init__(
+                f"the model script for actor {actor!r} has {length} replies but turn {turn} "
+                "was asked for; add replies to the script or give the ScriptedModel a policy"
+            )
+            return
         super().__init__(
-            f"the model script for actor {actor!r} has {length} replies but turn {turn} was "
-            "asked for; add replies to the script or give the ScriptedModel a policy"
+            f"the offline script {script} has no turn {turn} for actor {actor!r} (it has "
+            f"{length} turns) — extend the script, record a run to replay with `baton run "
+            f"--record --submit {scenario or '<scenario>'}` (needs ANTHROPIC_API_KEY), or set "
+            "ANTHROPIC_API_KEY to run on Claude"
+        )
+
+
+class ScriptFileError(ConfigError):
+    """Raised when an offline script cannot be read (missing, not a regular file, too large)
+    or is not a valid script: the message names the file and, where it can, the actor and
+    turn or the line (docs/scenarios.md, "Offline script")."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(
+            f"cannot load model script {path}: {problem} — fix the file (format: "
+            'docs/scenarios.md, "Offline script")'
         )
 
 
@@ -429,11 +569,18 @@ class RecordingNeedsKeyError(UsageError):
 
 
 class RecordingFileError(UsageError):
-    """Raised when a recording file cannot be read: a line other than the last is damaged."""
+    """Raised when a recording file cannot be read: a line other than the last is damaged,
+    or (`line` None) the file itself is not one to read (not a regular file, too large)."""
 
-    def __init__(self, path: object, line: int, problem: str) -> None:
+    def __init__(self, path: object, line: int | None, problem: str) -> None:
         self.path = str(path)
         self.line = line
+        if line is None:
+            super().__init__(
+                f"recording {path} {problem} — move it aside, or re-record with "
+                "`baton run --record`"
+            )
+            return
         super().__init__(
             f"recording {path} line {line} is not a recorded reply ({problem}) — fix or "
             "delete that line, or re-record with `baton run --record`"
@@ -563,6 +710,19 @@ class SchedulerReplyFailure(RuntimeFailure):
         super().__init__(
             f"the scheduler replied with {type(reply).__name__}, not ScenarioState — this is a "
             "bug in the scheduler actor; report it with the runtime's log"
+        )
+
+
+class ScenarioFailure(RuntimeFailure):
+    """Raised when `baton run --exit-when-idle` ends and a scenario it ran ended `failed`, so
+    the command exits 1 and a script or CI can tell (the `ended` lines above say why)."""
+
+    def __init__(self, failed: Sequence[str]) -> None:
+        self.failed = list(failed)
+        names = ", ".join(repr(name) for name in self.failed)
+        super().__init__(
+            f"{len(self.failed)} scenario(s) failed: {names} — see the `ended` line of each "
+            "above, and `baton tail --scenario NAME` for what led there"
         )
 
 

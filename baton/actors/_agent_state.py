@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 from anyio.abc import TaskGroup
+from pydantic import ValidationError
 
 from baton.actors._background_summary import BackgroundSummary
 from baton.actors.journal import JournalStore
@@ -27,6 +28,7 @@ from baton.context.records import (
 )
 from baton.context.steps import StepLayout
 from baton.context.strategy import ContextBudget, ContextStrategy
+from baton.errors import JournalRecordError, UsageError, validation_problems
 
 log = structlog.get_logger(__name__)
 
@@ -101,38 +103,43 @@ def load_state(
     round_key: str | None = None
     length = 0
     records = list(records)
-    for record in records:
-        length += 1
-        kind = record.get("type")
-        if kind in RECORD_TYPES:
-            conversation.apply(record)
-            if kind == "round":
-                handed_off = False
-                round_key = record.get("key")
-                if round_key is not None:
-                    round_keys.add(round_key)
-            if kind == "step":
-                pending_response = None
-            elif kind == "compaction":
-                pending_summary = pending_through = precompaction = None
-                compacted_tokens = int(record.get("tokens_after", 0))
-        elif kind == "response" and record.get("turn") == conversation.next_seq:
-            pending_response = ModelResponse.model_validate(record["response"])
-            pending_sent = record.get("sent_estimate")
-            layout = record.get("layout")
-            pending_layout = None if layout is None else StepLayout.model_validate(layout)
-        elif kind == "summary" and record.get("compaction") == conversation.compactions:
-            pending_summary = str(record["text"])
-            through = record.get("through_seq")
-            pending_through = through if isinstance(through, int) else None
-        elif kind == "precompaction" and record.get("compaction") == conversation.compactions:
-            precompaction = (length - 1, conversation.compactions)
-        elif kind == "handoff":
-            handed_off = True
-        elif kind == "budget":
-            budget = ContextBudget.model_validate(
-                {**base_budget.model_dump(), **record["overrides"]}
-            )
+    try:
+        for length, record in enumerate(records, start=1):
+            kind = record.get("type")
+            if kind in RECORD_TYPES:
+                conversation.apply(record)
+                if kind == "round":
+                    handed_off = False
+                    round_key = record.get("key")
+                    if round_key is not None:
+                        round_keys.add(round_key)
+                if kind == "step":
+                    pending_response = None
+                elif kind == "compaction":
+                    pending_summary = pending_through = precompaction = None
+                    compacted_tokens = int(record.get("tokens_after", 0))
+            elif kind == "response" and record.get("turn") == conversation.next_seq:
+                pending_response = ModelResponse.model_validate(record["response"])
+                pending_sent = record.get("sent_estimate")
+                layout = record.get("layout")
+                pending_layout = None if layout is None else StepLayout.model_validate(layout)
+            elif kind == "summary" and record.get("compaction") == conversation.compactions:
+                pending_summary = str(record["text"])
+                through = record.get("through_seq")
+                pending_through = through if isinstance(through, int) else None
+            elif kind == "precompaction" and record.get("compaction") == conversation.compactions:
+                precompaction = (length - 1, conversation.compactions)
+            elif kind == "handoff":
+                handed_off = True
+            elif kind == "budget":
+                budget = ContextBudget.model_validate(
+                    {**base_budget.model_dump(), **record["overrides"]}
+                )
+    except (UsageError, ValueError, KeyError, TypeError) as exc:
+        # The line that does not follow from those before it (say, one was removed): the
+        # book reports it with the journal's name (README.md, "After a full disk or a
+        # damaged file").
+        raise JournalRecordError(length, _misfit(records[length - 1], exc)) from None
     snapshot = None
     if precompaction is not None and pending_summary is None:
         # Asked for in the background, unanswered when the process stopped: the resumed
@@ -162,6 +169,16 @@ def load_state(
     )
 
 
+def _misfit(record: Mapping[str, Any], error: Exception) -> str:
+    """What is wrong with a journal record that did not replay, in one line."""
+    kind = record.get("type")
+    if isinstance(error, ValidationError):
+        return f"a {kind!r} record with " + "; ".join(validation_problems(error)[:3])
+    if isinstance(error, KeyError):
+        return f"a {kind!r} record without its {error.args[0]!r} field"
+    return str(error) if isinstance(error, UsageError) else f"a {kind!r} record: {error}"
+
+
 class ConversationBook:
     """The conversations an agent works on, cached, each read from its journal once.
 
@@ -187,8 +204,12 @@ class ConversationBook:
         """The conversation's state, read from the journal the first time."""
         state = self._states.get(conversation)
         if state is None:
-            records = await self.journal.read(self._owner(), conversation)
-            state = self._load(conversation, records)
+            owner = self._owner()
+            records = await self.journal.read(owner, conversation)
+            try:
+                state = self._load(conversation, records)
+            except JournalRecordError as exc:
+                raise self.journal.damaged(owner, conversation, exc.line, exc.problem) from None
             calibration = state.conversation.account.calibration
             if calibration.samples == 0:
                 calibration.ratio = self.token_ratio
@@ -222,6 +243,13 @@ class ConversationBook:
         await self.append(state, dump_record(record))
 
     async def append(self, state: ConversationState, record: Mapping[str, Any]) -> None:
-        """Journal one record of the conversation; it counts once it is durable."""
-        await self.journal.append(self._owner(), state.id, record)
+        """Journal one record of the conversation; it counts once it is durable. A record that
+        could not be journaled may already be in the cached state, which is dropped: the
+        instance may go on (a round refused for a file that may not grow), and the next
+        round must start from what the journal holds."""
+        try:
+            await self.journal.append(self._owner(), state.id, record)
+        except BaseException:
+            self._states.pop(state.id, None)
+            raise
         state.journal_length += 1

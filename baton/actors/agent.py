@@ -22,7 +22,7 @@ from baton.actors.agent_loop import AgentLoop, answered_before
 from baton.actors.agent_setup import AgentSetup
 from baton.actors.ledger_facts import dispatch_facts
 from baton.actors.messages import Dispatch, Prompt, SpendCapReached, WorkRefused
-from baton.errors import ActorDeadError, SpendCapReachedFailure, UsageError
+from baton.errors import ActorDeadError, BatonError, SpendCapReachedFailure, unretriable
 from baton.runtime.actor import Actor, handler
 
 log = structlog.get_logger(__name__)
@@ -83,8 +83,9 @@ class AgentActor(Actor):
         """Run a round of the scenario's conversation with the Scheduler's context.
 
         A work order this agent cannot carry out as given (a `UsageError`, e.g. budget
-        overrides that make no valid budget) is refused: the asker gets the error, and the
-        Scheduler is told, so the scenario ends with the reason instead of waiting."""
+        overrides that make no valid budget), or whose round needs a file that may not grow
+        (`FileTooLargeFailure`), is refused: the asker gets the error, and the Scheduler is
+        told, so the scenario ends with the reason instead of waiting."""
         conversation = message.conversation_id
         key = message.dispatch_id or self._message_key()
         async with self.loop.owning(conversation) as state:
@@ -97,12 +98,14 @@ class AgentActor(Actor):
                 text = await self.loop.run_round(
                     conversation, render_dispatch(message), key=key, facts=dispatch_facts(message)
                 )
-            except UsageError as error:
-                await self._refused(message, error)
-                raise
             except SpendCapReachedFailure as reached:
                 await self._cap_reached(conversation, reached, message.dispatch_id)
                 return ""
+            except Exception as error:
+                final = unretriable(error)
+                if final is not None:
+                    await self._refused(message, final)
+                raise
             await self.loop.report_round_end(conversation, text, message.dispatch_id)
             return text
 
@@ -128,13 +131,13 @@ class AgentActor(Actor):
             # says the run stopped at the cap (docs/handoffs.md, "Delivery and the Scheduler").
             log.info("agent.spend_cap_unreported", actor=self.actor_name)
 
-    async def _refused(self, message: Dispatch, error: UsageError) -> None:
+    async def _refused(self, message: Dispatch, error: BatonError) -> None:
         await self._tell_refused(
             message.scenario, message.conversation_id, message.dispatch_id, error
         )
 
     async def _tell_refused(
-        self, scenario: str | None, conversation: str, dispatch_id: str | None, error: UsageError
+        self, scenario: str | None, conversation: str, dispatch_id: str | None, error: BatonError
     ) -> None:
         if scenario is None or dispatch_id is None:
             return  # not the Scheduler's work order: the asker (or the dead letter) has it
@@ -163,16 +166,19 @@ class AgentActor(Actor):
                 return ""
             try:
                 text = await self.loop.run_round(message.conversation, None)
-            except UsageError as error:
-                # The round cannot go on (e.g. compacting stopped helping): the Scheduler
-                # ends the scenario with the reason instead of waiting for the round.
-                await self._tell_refused(
-                    state.scenario, message.conversation, state.round_key, error
-                )
-                raise
             except SpendCapReachedFailure as reached:
                 await self._cap_reached(message.conversation, reached, state.round_key)
                 return ""
+            except Exception as error:
+                # The round cannot go on (e.g. compacting stopped helping, or its journal may
+                # not grow): the Scheduler ends the scenario with the reason instead of
+                # waiting for the round.
+                final = unretriable(error)
+                if final is not None:
+                    await self._tell_refused(
+                        state.scenario, message.conversation, state.round_key, final
+                    )
+                raise
             if message.conversation != MAIN:
                 await self.loop.report_round_end(message.conversation, text, None)
             return text

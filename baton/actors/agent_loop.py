@@ -690,6 +690,15 @@ class AgentLoop:
         handoff_id = f"{self.name}:{state.id}:{round_key}:{state.turn}:{handoff.handoff_type}"
         # The handoff tool registered the paths it checked; the ids the package names too.
         await self._register(state, package_facts(handoff, source=handoff.handoff_type))
+        sent = {
+            "handoff_type": handoff.handoff_type,
+            "from": self.name,
+            "to": target,
+            "package_tokens": estimate_json_tokens(handoff.model_dump(mode="json")),
+        }
+        # Before the tell: the receiver's `handoff.received` (and the phase it moves the
+        # scenario to) must never reach a reader of the token log ahead of it.
+        self.setup.token_log.emit("handoff.sent", **sent)
         try:
             await self._host.actor_ref.peer(target).tell(
                 HandoffDelivered(
@@ -709,11 +718,4 @@ class AgentLoop:
             raise UndeliveredFailure(f"the {handoff.handoff_type} package", error) from error
         state.handed_off = True
         await self.book.append(state, {"type": "handoff", "handoff_id": handoff_id})
-        sent = {
-            "handoff_type": handoff.handoff_type,
-            "from": self.name,
-            "to": target,
-            "package_tokens": estimate_json_tokens(handoff.model_dump(mode="json")),
-        }
-        self.setup.token_log.emit("handoff.sent", **sent)
         state.trace.handed_off(sent)

@@ -18,6 +18,7 @@ per-sample file's `sample_id` must match its file name.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
@@ -26,7 +27,7 @@ from typing import Final, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from baton.actors._artifact_io import TEMP_SUFFIX, write_atomic
+from baton.actors._artifact_io import TEMP_SUFFIX, write_at, write_atomic
 from baton.actors._artifact_models import (
     AttributionAnalysis,
     CheckerResult,
@@ -44,7 +45,8 @@ from baton.actors._artifact_models import (
     ToolCallRecord,
     TraceMessage,
 )
-from baton.actors.regular_files import read_regular
+from baton.actors._dir_walk import Walk, inside, walk
+from baton.actors.regular_files import read_at
 from baton.actors.scenario_names import check_scenario_name
 from baton.errors import (
     InvalidArtifactError,
@@ -215,15 +217,30 @@ class ArtifactStore:
         existing = await self.iterations(scenario)
         return existing[-1] + 1 if existing else 1
 
-    async def _locate(self, path: str | PurePath) -> Path:
-        # Runtime code passes these paths, not the model, so a plain containment check is
-        # enough here; the tools' sandbox does the full job for model-supplied paths.
-        target = self.workspace / path
-        real = await anyio.Path(target).resolve()
-        root = await anyio.Path(self.workspace).resolve()
-        if not Path(real).is_relative_to(Path(root)):
+    def _walk(self, path: str | PurePath) -> Walk:
+        # A package the model wrote names these paths, and anything on the machine may swap a
+        # folder on the way for a link: walked by descriptor, as the tools' sandbox walks
+        # (docs/handoffs.md, "Sandbox"). Blocking; the caller closes the walk.
+        spelled = PurePosixPath(PurePath(path).as_posix())
+        root = Path(os.path.realpath(self.workspace))
+        given = PurePosixPath(self.workspace.absolute())
+        parts = inside(spelled, (PurePosixPath(root), given)) if spelled.root else spelled.parts
+        if parts is None or os.path.normpath(PurePosixPath(*parts)).startswith(".."):
             raise SandboxViolationError(str(path), "artifacts live inside the workspace")
-        return target
+        return walk(root, parts, str(path), aliases=(given,))
+
+    def _write_file(self, path: str | PurePath, data: bytes) -> Path:
+        with self._walk(path) as here:
+            write_at(*here.enter_missing(), data)
+            return self.workspace.joinpath(*here.resolved)
+
+    def _read_file(self, path: str | PurePath) -> bytes:
+        with self._walk(path) as here:
+            if not here.rest:
+                raise IsADirectoryError(path)
+            if len(here.rest) > 1:
+                raise FileNotFoundError(path)
+            return read_at(here.fd, here.rest[0], str(path), MAX_ARTIFACT_BYTES)
 
     async def write(self, path: str | PurePath, artifact: BaseModel) -> Path:
         """Validate `artifact` for `path` and write it atomically as JSON; return the file."""
@@ -237,21 +254,18 @@ class ArtifactStore:
         # Re-validated from its JSON, so a model mutated after construction cannot put a file
         # on disk that would fail to read back.
         validate_artifact(path, data, type(artifact))
-        target = await self._locate(path)
-        await write_atomic(target, data.encode())
-        return target
+        return await anyio.to_thread.run_sync(self._write_file, path, data.encode())
 
     async def read(self, path: str | PurePath, model: type[M]) -> M:
         """Read the file at `path` as `model`; raise `InvalidArtifactError` if it does not fit."""
-        target = await self._locate(path)
         try:
             # A package names the path: it may be a FIFO or a link planted to block or to
             # read from outside (docs/handoffs.md, "Sandbox").
-            data = await anyio.to_thread.run_sync(
-                read_regular, target, str(path), MAX_ARTIFACT_BYTES
-            )
-        except FileNotFoundError:
+            data = await anyio.to_thread.run_sync(self._read_file, path)
+        except (FileNotFoundError, NotADirectoryError):
             raise InvalidArtifactError(path, ["the file does not exist"]) from None
+        except IsADirectoryError:
+            raise InvalidArtifactError(path, ["it is a directory, not a file"]) from None
         except ValueError as refused:
             raise InvalidArtifactError(path, [str(refused)]) from None
         return validate_artifact(path, data, model)

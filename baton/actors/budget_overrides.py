@@ -13,13 +13,36 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from baton.context.strategy import ContextBudget
 from baton.errors import ConfigError, validation_problems
 
 BUDGET_KEYS: frozenset[str] = frozenset(ContextBudget.model_fields)
 """The keys a scenario may override: the `ContextBudget`'s, nothing the agent would ignore."""
+
+
+def _optional(field: FieldInfo) -> tuple[Any, FieldInfo]:
+    annotation: Any = field.annotation
+    return annotation | None, FieldInfo.merge_field_infos(field, default=None)
+
+
+BudgetOverrides: type[BaseModel] = create_model(
+    "BudgetOverrides",
+    __config__=ConfigDict(extra="forbid", frozen=True),
+    **{name: _optional(field) for name, field in ContextBudget.model_fields.items()},  # type: ignore[call-overload]
+)
+"""Overrides checked key by key, on their own: each one a budget key and within that key's
+own bounds (a window above 0, a margin below 1). How they combine with an agent's budget (a
+threshold inside its window) only the agent can tell (`apply_overrides`)."""
+
+
+def check_override_keys(overrides: dict[str, Any]) -> dict[str, Any]:
+    """`overrides` as given when each key is a budget key within its own bounds; else the
+    `ValidationError` of `BudgetOverrides` (a message type refuses them at its boundary)."""
+    BudgetOverrides.model_validate(overrides)
+    return overrides
 
 
 def override_problems(base: ContextBudget, overrides: object, where: tuple[str, ...]) -> list[str]:

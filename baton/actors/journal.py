@@ -65,6 +65,13 @@ class JournalStore(Protocol):
         """The conversation ids the actor has records for."""
         ...
 
+    def damaged(
+        self, actor: str, conversation: str, line: int, problem: str
+    ) -> JournalCorruptError:
+        """The error reporting record `line` of the conversation's journal as damaged: where
+        the journal is (a file, a key) and how to set it aside."""
+        ...
+
 
 def _check_name(kind: str, name: str) -> str:
     if not _SAFE_NAME.match(name):
@@ -83,16 +90,30 @@ def encode_line(record: Mapping[str, Any]) -> bytes:
 
 def decode_line(line: bytes) -> dict[str, Any] | None:
     """The record of a well-formed line, or None if it is torn or damaged."""
-    if len(line) < 10 or line[8:9] != b" " or not line.endswith(b"\n"):
-        return None
+    record, _ = _decode(line)
+    return record
+
+
+def _decode(line: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The line's record, or None and what is wrong with the line."""
+    if not line.endswith(b"\n"):
+        return None, "the line has no end (cut short)"
+    if len(line) < 10 or line[8:9] != b" ":
+        return None, "the line does not start with a checksum and a space"
     body = line[9:-1]
     try:
-        if int(line[:8], 16) != zlib.crc32(body):
-            return None
+        checksum = int(line[:8], 16)
+    except ValueError:
+        return None, "the line does not start with a checksum and a space"
+    if checksum != zlib.crc32(body):
+        return None, "the line's CRC-32 does not match its content (it was changed or cut)"
+    try:
         record = json.loads(body)
     except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
+        return None, "the line is not JSON"
+    if not isinstance(record, dict):
+        return None, "the line is not a JSON object"
+    return record, ""
 
 
 @asynccontextmanager
@@ -143,15 +164,27 @@ class FileJournalStore:
         records: list[dict[str, Any]] = []
         good_bytes = 0
         for number, line in enumerate(lines, start=1):
-            record = decode_line(line)
+            record, problem = _decode(line)
             if record is None:
                 if number == len(lines):
                     # A crash mid-write leaves at most the last line torn: drop it and cut it
                     # off, so the next append does not follow garbage.
-                    log.warning("journal.torn_line_dropped", path=str(path), line=number)
+                    log.warning(
+                        "journal.torn_line_dropped",
+                        path=str(path),
+                        actor=actor,
+                        conversation=conversation,
+                        line=number,
+                        problem=problem,
+                    )
                     await anyio.to_thread.run_sync(os.truncate, path, good_bytes)
                     break
-                raise JournalCorruptError(path, number)
+                raise self.damaged(
+                    actor,
+                    conversation,
+                    number,
+                    f"{problem}, and it is not the last line, so not a write a crash tore",
+                )
             records.append(record)
             good_bytes += len(line)
         return records
@@ -161,6 +194,20 @@ class FileJournalStore:
         if not await directory.exists():
             return []
         return sorted([p.stem async for p in directory.glob("*.jsonl")])
+
+    def damaged(
+        self, actor: str, conversation: str, line: int, problem: str
+    ) -> JournalCorruptError:
+        path = self.path(actor, conversation)
+        # Never repaired in place: the damaged copy is kept for a look (README.md, "After a
+        # full disk or a damaged file").
+        fix = (
+            f"move it aside (e.g. `mv {path} {path}.damaged`) so that conversation starts "
+            "afresh, or restore it from a backup"
+        )
+        return JournalCorruptError(
+            path, line, actor=actor, conversation=conversation, problem=problem, fix=fix
+        )
 
 
 class MemoryJournalStore:
@@ -186,3 +233,15 @@ class MemoryJournalStore:
 
     async def conversations(self, actor: str) -> list[str]:
         return sorted(c for a, c in self._records if a == actor)
+
+    def damaged(
+        self, actor: str, conversation: str, line: int, problem: str
+    ) -> JournalCorruptError:
+        return JournalCorruptError(
+            "in memory",
+            line,
+            actor=actor,
+            conversation=conversation,
+            problem=problem,
+            fix="it lives in this process only: a restart starts that conversation afresh",
+        )

@@ -10,10 +10,11 @@ scenario name in them follows one rule (`baton.actors.scenario_names`).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from baton.actors.budget_overrides import check_override_keys
 from baton.actors.scenario_names import ScenarioName
 from baton.context.agent_context import AgentContext
 from baton.context.packages import HandoffPackage
@@ -64,8 +65,10 @@ class Dispatch(_Message):
     scenario: ScenarioName
     agent_context: AgentContext
     package: HandoffPackage | None = None
-    budget: dict[str, Any] | None = Field(
-        None, description="context budget overrides for this scenario's conversation"
+    budget: Annotated[dict[str, Any], AfterValidator(check_override_keys)] | None = Field(
+        None,
+        description="context budget overrides for this scenario's conversation: budget keys, "
+        "each within its own bounds",
     )
     conversation: str | None = Field(
         None,
@@ -125,8 +128,9 @@ class RoundWaiting(_Message):
 
 class WorkRefused(_Message):
     """An agent refused a work order, or gave up its round (a `UsageError`: the order is
-    wrong, or the round cannot go on as configured), so no round will answer it: the
-    Scheduler ends the scenario with the reason instead of waiting."""
+    wrong, or the round cannot go on as configured; a `FileTooLargeFailure`: its journal may
+    not grow), so no round will answer it: the Scheduler ends the scenario with the reason
+    instead of waiting."""
 
     scenario: ScenarioName
     conversation: str = Field(min_length=1)

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from baton.actors.offline_model import OfflineModel
+from baton.actors.offline_model import OfflineModel, shown_path
 from baton.actors.recording import RECORDING_FILE, recording_path
 from baton.actors.scenario import SCENARIOS_DIR
-
-
-def _shown(path: Path, workspace: Path) -> str:
-    return str(path.relative_to(workspace)) if path.is_relative_to(workspace) else str(path)
 
 
 def model_source_line(
@@ -27,7 +23,7 @@ def model_source_line(
         if not record:
             return None
         where = (
-            _shown(recording_path(workspace, scenario), workspace)
+            shown_path(recording_path(workspace, scenario), workspace)
             if scenario is not None
             else f"{SCENARIOS_DIR}/<scenario>/{RECORDING_FILE}"
         )
@@ -38,4 +34,4 @@ def model_source_line(
     if source is None:
         return None
     verb = "replaying" if source == recording_path(workspace, scenario) else "scripted by"
-    return f"offline: {verb} {_shown(source, workspace)}"
+    return f"offline: {verb} {shown_path(source, workspace)}"

@@ -10,27 +10,53 @@ name the model `offline-scripted`, replayed ones `offline-replay`.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from pathlib import Path
+from typing import NoReturn
 
 import anyio
 import structlog
 
-from baton.actors.model import Model, ModelLimits, ModelResponse, current_call
+from baton.actors.model import CallContext, Model, ModelLimits, ModelResponse, current_call
 from baton.actors.recording import Recording, ReplayedCall, ReplayModel, recording_path
 from baton.actors.scenario import load_scenario, scenario_dir
 from baton.actors.scripted_model import (
     OFFLINE_MODEL_NAME,
+    Policy,
+    Script,
     ScriptedCall,
     ScriptedModel,
     default_policy,
 )
 from baton.context.payload import Payload
-from baton.errors import UsageError
+from baton.errors import ScriptExhaustedError, UsageError
 
 log = structlog.get_logger(__name__)
 
 KEEP_CALLS = 10_000
+
+
+def shown_path(path: Path, workspace: Path) -> str:
+    """`path` as messages show it: relative to the workspace when it lies inside."""
+    return str(path.relative_to(workspace)) if path.is_relative_to(workspace) else str(path)
+
+
+def ran_out(shown: str, script: Script) -> Policy:
+    """The policy of a scenario's offline script: a turn past the end of its actor's turns
+    stops the round with `ScriptExhaustedError` naming the file, the actor and the turn,
+    rather than a reply blaming a missing API key (docs/scenarios.md, "When the script runs
+    out")."""
+
+    def policy(payload: Payload, context: CallContext) -> NoReturn:
+        del payload  # only which turn of whom was asked matters
+        actor = script.for_actor(context.actor)
+        length = len(actor.turns) if actor is not None else 0
+        raise ScriptExhaustedError(
+            context.actor, context.turn, length, script=shown, scenario=context.scenario
+        )
+
+    return policy
 
 
 class OfflineModel:
@@ -52,20 +78,21 @@ class OfflineModel:
         return OFFLINE_MODEL_NAME
 
     def _scripted(self, script: Path | None) -> ScriptedModel:
-        options = {
-            "policy": default_policy,
-            "context_window": self._context_window,
-            "keep_calls": KEEP_CALLS,
-        }
+        window, keep = self._context_window, KEEP_CALLS
         if script is None:
-            return ScriptedModel(**options)  # type: ignore[arg-type]
-        return ScriptedModel.from_file(script, **options)
+            return ScriptedModel(policy=default_policy, context_window=window, keep_calls=keep)
+        shown = shown_path(script, self._workspace)
+        loaded = Script.from_file(script, shown=shown)
+        policy = ran_out(shown, loaded)
+        return ScriptedModel(loaded, policy=policy, context_window=window, keep_calls=keep)
 
     def source_for(self, scenario: str) -> Path | None:
         """What answers `scenario` offline: its recording if it has one, else its offline
         script, else None (only the fixed offline reply). Blocks: reads the scenario."""
         recording = recording_path(self._workspace, scenario)
-        if recording.is_file():
+        # Whatever is at the recording's path is the recording: a directory or a pipe there
+        # is refused when loaded, naming it, rather than passed over unsaid.
+        if os.path.lexists(recording):
             return recording
         try:
             config = load_scenario(self._workspace, scenario)
@@ -83,10 +110,10 @@ class OfflineModel:
             return self._default
         if source == recording_path(self._workspace, scenario):
             return ReplayModel(
-                Recording.load(source),
+                Recording.load(source, shown_path(source, self._workspace)),
                 context_window=self._context_window,
                 keep_calls=KEEP_CALLS,
-                shown_as=str(source.relative_to(self._workspace)),
+                shown_as=shown_path(source, self._workspace),
             )
         return self._scripted(source)
 

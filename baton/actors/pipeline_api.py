@@ -10,9 +10,11 @@ runtime without one answers 409 (`NoSchedulerError`) and nothing else breaks.
 | `GET /scenarios`, `GET /scenarios/{name}` | scenario state | 200; 404 (no such scenario); 409 |
 | `POST /scenarios/{name}/approve`, `.../reject` | decide a pending handoff | 200; 404; 409 |
 
-409 is a state that refuses the request: no scheduler, or nothing awaiting approval. The
-Scheduler answers an unknown scenario or a decision with nothing pending (`None`,
-`ScenarioRefused`) rather than raising, so such a request is not dead-lettered.
+409 is a state that refuses the request: no scheduler, nothing awaiting approval, or a
+scenario whose record under `.baton/scheduler/` is damaged (`DamagedScenarioError`, naming
+the file and what to do; `status` lists such scenarios). The Scheduler answers an unknown
+scenario or a decision with nothing pending (`None`, `ScenarioRefused`) rather than raising,
+so such a request is not dead-lettered.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton.actors.agent import ResumeRound
@@ -39,6 +42,7 @@ from baton.actors.messages import (
     StartScenario,
     WorkRefused,
 )
+from baton.actors.scenario_damage import DamagedQuery, DamagedScenario
 from baton.actors.scenario_names import SCENARIO_NAME_PATTERN, SCENARIO_NAME_RULE
 from baton.errors import (
     BatonError,
@@ -46,6 +50,7 @@ from baton.errors import (
     NoPendingHandoffError,
     NoSchedulerError,
     SchedulerReplyFailure,
+    UnhandledMessageError,
     UnknownScenarioError,
     validation_problems,
 )
@@ -64,14 +69,16 @@ PIPELINE_PROTOCOL: frozenset[type[BaseModel]] = frozenset(
         RoundWaiting,
         WorkRefused,
         SpendCapReached,
+        DamagedQuery,
     }
 )
 """What the pipeline's actors send each other: work orders, and the agents' reports on their
-rounds. `tell`/`ask` take them (an operator may need to), but the OpenAPI document leaves
-them out: they are the agents' protocol, not an API, and their rules (a conversation that
-belongs to its scenario, a package version this runtime speaks) are more than a schema says.
-The documented messages are the ones a person sends: `Prompt`, `StartScenario`, `Approve`,
-`Reject`, `ScenarioQuery`."""
+rounds; and the question `status` asks the Scheduler about damaged records (`status` is
+where a person sees the answer). `tell`/`ask` take them (an operator may need to), but the
+OpenAPI document leaves them out: they are the agents' protocol, not an API, and their rules
+(a conversation that belongs to its scenario, a package version this runtime speaks) are
+more than a schema says. The documented messages are the ones a person sends: `Prompt`,
+`StartScenario`, `Approve`, `Reject`, `ScenarioQuery`."""
 
 
 # Request bodies are strict: JSON's own types, as the OpenAPI document states them (no `0`
@@ -99,6 +106,9 @@ class ScenarioStatus(BaseModel):
 
     scheduler: bool
     scenarios: list[ScenarioState] = Field(default_factory=list)
+    damaged: list[DamagedScenario] = Field(
+        default_factory=list, description="scenarios whose records cannot be read back"
+    )
     error: str | None = Field(None, description="why the scenarios could not be read")
 
 
@@ -136,20 +146,32 @@ def _states(reply: Any) -> list[ScenarioState]:
     return reply
 
 
+def _damaged(reply: Any) -> list[DamagedScenario]:
+    if not isinstance(reply, list) or not all(isinstance(d, DamagedScenario) for d in reply):
+        raise SchedulerReplyFailure(reply)
+    return reply
+
+
 async def scenario_status(runtime: Runtime) -> ScenarioStatus:
     """The scheduler's scenarios for a status report (a failure to ask is reported, not raised)."""
     if not runtime.is_alive(SCHEDULER):
         return ScenarioStatus(scheduler=False)
     try:
         reply = await runtime.ask(SCHEDULER, ScenarioQuery(), timeout=STATUS_SCHEDULER_TIMEOUT)
-        return ScenarioStatus(scheduler=True, scenarios=_states(reply))
+        states = _states(reply)
+        try:
+            damaged = await runtime.ask(SCHEDULER, DamagedQuery(), timeout=STATUS_SCHEDULER_TIMEOUT)
+        except UnhandledMessageError:
+            damaged = []  # a scheduler of the user's own, which keeps no such records
+        return ScenarioStatus(scheduler=True, scenarios=states, damaged=_damaged(damaged))
     except BatonError as exc:
         return ScenarioStatus(scheduler=True, error=str(exc))
 
 
-# Every scenario route asks the scheduler: it may be missing or stopped (409), fail (502),
-# be slow (504) or refuse the request for a reason of its own (400, e.g. a damaged file);
-# one that changes a scenario writes it to disk, which may be full (507).
+# Every scenario route asks the scheduler: it may be missing or stopped, or the scenario's
+# record damaged (409), fail (502), be slow (504) or refuse the request for a reason of its
+# own (400, e.g. a bad scenario.toml); one that changes a scenario writes it to disk, which
+# may be full (507).
 _ASKED = (400, 409, 502, 504)
 _WRITES = (*_ASKED, 404, 507)
 
@@ -159,9 +181,10 @@ ScenarioPath = Annotated[
 ]
 
 
-def scenario_router(runtime: Runtime) -> APIRouter:
-    """The scenario routes over `runtime`'s scheduler."""
-    router = APIRouter(tags=["scenarios"])
+def scenario_router(runtime: Runtime, *, route_class: type[APIRoute] = APIRoute) -> APIRouter:
+    """The scenario routes over `runtime`'s scheduler, each a `route_class` (the server's says
+    how it reads a request)."""
+    router = APIRouter(tags=["scenarios"], route_class=route_class)
 
     @router.post("/scenarios", response_model=ScenarioState, responses=error_responses(*_WRITES))
     async def submit(request: SubmitRequest) -> ScenarioState:
@@ -182,7 +205,8 @@ def scenario_router(runtime: Runtime) -> APIRouter:
         "/scenarios/{name}", response_model=ScenarioState, responses=error_responses(*_ASKED, 404)
     )
     async def scenario(name: ScenarioPath) -> ScenarioState:
-        """One scenario's state; 404 when the scheduler knows no such scenario."""
+        """One scenario's state; 404 when the scheduler knows no such scenario, 409 when its
+        record is damaged."""
         query = _message(lambda: ScenarioQuery(scenario=name))
         reply = await _ask_scheduler(runtime, query, SCHEDULER_TIMEOUT)
         if reply is None:
@@ -195,7 +219,8 @@ def scenario_router(runtime: Runtime) -> APIRouter:
         responses=error_responses(*_WRITES),
     )
     async def approve(name: ScenarioPath) -> ScenarioState:
-        """Approve the scenario's pending Init → Execute handoff; 409 when none is pending."""
+        """Approve the scenario's pending Init → Execute handoff; 409 when none is pending or
+        the scenario's record is damaged."""
         message = _message(lambda: Approve(scenario=name))
         return _decided(name, await _ask_scheduler(runtime, message, SCHEDULER_TIMEOUT))
 
@@ -206,7 +231,7 @@ def scenario_router(runtime: Runtime) -> APIRouter:
     )
     async def reject(name: ScenarioPath, request: RejectRequest) -> ScenarioState:
         """Reject the pending handoff, the reason going back to Init; 409 when none is
-        pending."""
+        pending or the scenario's record is damaged."""
         message = _message(lambda: Reject(scenario=name, reason=request.reason))
         return _decided(name, await _ask_scheduler(runtime, message, SCHEDULER_TIMEOUT))
 

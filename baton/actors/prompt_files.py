@@ -10,13 +10,16 @@ or the file.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from baton._write_rules import SCENARIOS_DIR
+from baton.actors.regular_files import read_regular
 from baton.errors import ConfigError
 
 PROMPTS_DIR = "prompts"
+MAX_PROMPT_BYTES = 4 * 1024 * 1024
+"""A prompt file larger than this is refused before it is read: it could not fit a context
+window (about a million tokens) anyway."""
 
 
 def _refuse(key: str, value: str | Path, problem: str) -> ConfigError:
@@ -43,15 +46,17 @@ def read_prompt_file(workspace: Path, value: str | Path, *, key: str) -> str:
     real = Path(os.path.realpath(root / value))
     if not real.is_relative_to(root):
         raise _refuse(key, value, f"a symbolic link leads outside the workspace, to {real}")
+    if os.path.isdir(real):
+        raise _refuse(key, value, "is a directory, not a prompt file")
+    shown = Path(value).as_posix()
     try:
-        # O_NONBLOCK: a named pipe opens at once (and is refused below) instead of waiting.
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # Judged by its `stat`, opened without blocking (a named pipe is refused at once
+        # instead of waiting for a writer) and checked again once open.
+        data = read_regular(real, shown, MAX_PROMPT_BYTES)
+    except ValueError as exc:
+        raise _refuse(key, value, str(exc).removeprefix(f"{shown} ")) from None
     except OSError as exc:
         raise _refuse(key, value, f"cannot be read ({exc.strerror or exc})") from None
-    with open(fd, "rb", closefd=True) as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _refuse(key, value, "is not a regular file")
-        data = handle.read()
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -25,6 +25,7 @@ import anyio
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from baton.actors._nesting import MAX_DEPTH, json_too_deep
 from baton.actors.model import (
     CallContext,
     Model,
@@ -34,6 +35,7 @@ from baton.actors.model import (
     TokenCounter,
     current_call,
 )
+from baton.actors.regular_files import read_regular
 from baton.actors.scenario import scenario_dir
 from baton.context.payload import Payload
 from baton.context.tokens import estimate_payload_tokens
@@ -44,6 +46,9 @@ log = structlog.get_logger(__name__)
 
 RECORDING_FILE = "recording.jsonl"
 RECORDING_FORMAT: Final = "baton.recording/1"
+MAX_RECORDING_BYTES = 256 * 1024 * 1024
+"""A recording larger than this is refused before it is read: replaying holds it whole (a
+long run's recording is a few MB)."""
 REPLAY_MODEL_NAME = "offline-replay"
 """The model a replayed reply names: a replay calls no API (the recorded model is kept in
 each line's `response.model`)."""
@@ -139,6 +144,39 @@ def append_reply(path: Path, reply: RecordedReply) -> None:
         os.close(fd)
 
 
+def _read_recording(path: Path, shown: str) -> bytes:
+    if os.path.isdir(path):
+        raise RecordingFileError(shown, None, "is a directory, not a recording")
+    try:
+        # The link resolved first: read_regular opens without following one, and refuses a
+        # FIFO or a device without waiting on it (docs/recordings.md, "Format").
+        return read_regular(Path(os.path.realpath(path)), shown, MAX_RECORDING_BYTES)
+    except ValueError as exc:
+        raise RecordingFileError(shown, None, str(exc).removeprefix(f"{shown} ")) from None
+    except OSError as exc:
+        problem = f"cannot be read ({exc.strerror or exc})"
+        raise RecordingFileError(shown, None, problem) from None
+
+
+def _parse_line(line: bytes, shown: str, number: int) -> RecordedReply:
+    """One recording line as a reply, every block of it checked, before anything replays it:
+    a line nested too deep for the parser, or of the wrong shape, is the file's error, not a
+    crash the agent would restart on."""
+    if json_too_deep(line) is not None:
+        problem = f"arrays and objects nest more than {MAX_DEPTH} levels deep"
+        raise RecordingFileError(shown, number, problem)
+    try:
+        return RecordedReply.model_validate(json.loads(line))
+    except ValidationError as exc:
+        problem = "; ".join(validation_problems(exc, show_input=False)[:3])
+    except ValueError:
+        problem = "not JSON"
+    except TypeError as exc:
+        # ModelResponse's block check raises TypeError, which pydantic passes on unwrapped.
+        problem = f"response.{exc}"
+    raise RecordingFileError(shown, number, problem)
+
+
 class Recording:
     """A scenario's recorded replies by key (the latest line of a key wins)."""
 
@@ -147,27 +185,20 @@ class Recording:
         self.replies = dict(replies)
 
     @classmethod
-    def load(cls, path: Path) -> Recording:
-        """Read a recording; `RecordingFileError` for a damaged line that is not the last.
+    def load(cls, path: Path, shown: str | None = None) -> Recording:
+        """Read a recording; `RecordingFileError` naming it (as `shown`, by default its path)
+        for a file that is not one to read and for a damaged line that is not the last.
         Blocks: call it while setting up or from a worker thread."""
-        lines = path.read_bytes().split(b"\n")
+        name = shown or str(path)
+        lines = _read_recording(path, name).split(b"\n")
         replies: dict[RecordingKey, RecordedReply] = {}
         torn = lines.pop()  # what follows the last newline: empty, or a torn write
         if torn.strip():
             log.warning("recording.torn_line_ignored", path=str(path), line=len(lines) + 1)
         for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                reply = RecordedReply.model_validate(json.loads(line))
-            except ValueError as exc:
-                problem = (
-                    "; ".join(validation_problems(exc, show_input=False)[:3])
-                    if isinstance(exc, ValidationError)
-                    else "not JSON"
-                )
-                raise RecordingFileError(path, number, problem) from None
-            replies[reply.key] = reply
+            if line.strip():
+                reply = _parse_line(line, name, number)
+                replies[reply.key] = reply
         return cls(path, replies)
 
     def reply(self, key: RecordingKey) -> RecordedReply | None:

@@ -197,15 +197,33 @@ class RedisJournalStore:
     async def read(self, actor: str, conversation: str) -> list[dict[str, Any]]:
         key = self._key("journal", actor, conversation)
         records: list[dict[str, Any]] = []
-        for index, element in enumerate(await self._client.lrange(key, 0, -1)):
+        for number, element in enumerate(await self._client.lrange(key, 0, -1), start=1):
             try:
                 record = json.loads(element)
             except ValueError:
-                record = None
+                raise self.damaged(actor, conversation, number, "the element is not JSON") from None
             if not isinstance(record, dict):
-                raise JournalCorruptError(f"redis {key}", index + 1)
+                raise self.damaged(actor, conversation, number, "the element is not a JSON object")
             records.append(record)
         return records
+
+    def damaged(
+        self, actor: str, conversation: str, line: int, problem: str
+    ) -> JournalCorruptError:
+        """The error naming the journal's key; `line` counts the list's elements from 1."""
+        key = self._key("journal", actor, conversation)
+        fix = (
+            f"rename the key aside (e.g. `redis-cli RENAME {key} {key}.damaged`) so that "
+            "conversation starts afresh, or restore it from a backup"
+        )
+        return JournalCorruptError(
+            f"redis key {key}",
+            line,
+            actor=actor,
+            conversation=conversation,
+            problem=problem,
+            fix=fix,
+        )
 
     async def conversations(self, actor: str) -> list[str]:
         return sorted(_text(m) for m in await self._client.smembers(self._set_key(actor)))

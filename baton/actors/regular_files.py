@@ -3,12 +3,14 @@ opened without blocking and checked again once open (docs/handoffs.md, "Sandbox"
 
 A FIFO's open blocks until a writer comes, which would hold a worker thread (and, six of
 them, every file I/O of the process); a device reads for ever; a second hard link can bring
-a file from outside the workspace in. So a path is judged by its `stat` before it is
-opened, and what was opened must be that same file.
+a file from outside the workspace in. So a file is judged by its `lstat` before it is
+opened, opened relative to its directory's descriptor with O_NONBLOCK and O_NOFOLLOW, and
+what was opened must be that same file.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -18,15 +20,9 @@ _KINDS = {
     stat.S_IFSOCK: "socket",
     stat.S_IFCHR: "character device",
     stat.S_IFBLK: "block device",
+    stat.S_IFLNK: "symbolic link",
 }
-
-
-def stat_or_none(path: Path) -> os.stat_result | None:
-    """The file's `stat`, or None when there is no such file."""
-    try:
-        return os.stat(path)
-    except FileNotFoundError:
-        return None
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def refusal(shown: str, info: os.stat_result) -> str | None:
@@ -42,35 +38,52 @@ def refusal(shown: str, info: os.stat_result) -> str | None:
     return None
 
 
-def read_checked(path: Path, expected: os.stat_result, limit: int) -> bytes | None:
-    """The file's bytes (at most `limit` + 1 of them, so a caller can tell it grew past its
-    limit), or None when what got opened is not the file `expected` describes.
+def read_at(directory: int, name: str, shown: str, limit: int) -> bytes:
+    """The bytes of the regular file `name` in the directory open as `directory` (blocking:
+    run it off the event loop); `FileNotFoundError`, `IsADirectoryError`, or `ValueError`
+    saying why it is refused (`shown` names it). A link there is refused, not followed.
 
-    O_NONBLOCK makes the open of a pipe swapped in since the check return at once instead of
-    waiting for a writer; the check after opening then refuses it.
+    O_NONBLOCK makes the open of a pipe swapped in since the `lstat` return at once instead
+    of waiting for a writer; the check after opening then refuses it.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    with open(fd, "rb", closefd=True) as handle:
-        opened = os.fstat(fd)
-        same = (opened.st_dev, opened.st_ino) == (expected.st_dev, expected.st_ino)
-        if not same or refusal("", opened) is not None:
-            return None
-        return handle.read(limit + 1)
-
-
-def read_regular(path: Path, shown: str, limit: int) -> bytes:
-    """The bytes of the regular file at `path` (blocking: run it off the event loop);
-    `FileNotFoundError`, or `ValueError` saying why it is refused (`shown` names it)."""
-    info = stat_or_none(path)
-    if info is None:
-        raise FileNotFoundError(path)
+    info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", shown)
     why = refusal(shown, info)
     if why is not None:
         raise ValueError(why)
     if info.st_size > limit:
         raise ValueError(f"{shown} is {info.st_size} bytes, over the {limit} byte limit")
-    data = read_checked(path, info, limit)
-    if data is None or len(data) > limit:
-        raise ValueError(f"{shown} changed while it was read; try again")
+    changed = ValueError(f"{shown} changed while it was read; try again")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | _CLOEXEC
+    try:
+        fd = os.open(name, flags, dir_fd=directory)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.EMLINK):
+            raise changed from None  # a link swapped in since the lstat
+        raise
+    with open(fd, "rb", closefd=True) as handle:
+        opened = os.fstat(fd)
+        same = (opened.st_dev, opened.st_ino) == (info.st_dev, info.st_ino)
+        if not same or refusal(shown, opened) is not None:
+            raise changed
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise changed
     return data
+
+
+def read_regular(path: Path, shown: str, limit: int) -> bytes:
+    """The bytes of the regular file at `path` (blocking: run it off the event loop);
+    `FileNotFoundError`, or `ValueError` saying why it is refused (`shown` names it).
+
+    The folders on the way are the caller's to trust; the file itself is opened relative to
+    its folder's descriptor, as `read_at` does.
+    """
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    try:
+        return read_at(directory, path.name, shown, limit)
+    except IsADirectoryError:
+        raise ValueError(f"{shown} is a directory, not a file") from None
+    finally:
+        os.close(directory)

@@ -6,6 +6,7 @@ every scenario stood; a handoff already applied is recognised by its id and not 
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,14 @@ from baton.actors.messages import (
 )
 from baton.actors.price_config import ScenarioLimits
 from baton.actors.prompt_files import check_scenario_prompts
+from baton.actors.regular_files import read_regular
 from baton.actors.scenario_names import ScenarioName, check_scenario_name
 from baton.context.packages import HandoffPackage
 from baton.context.strategy import ContextBudget
 from baton.errors import (
     ConfigError,
+    DamagedScenarioError,
     NoScenarioFileError,
-    StateFileError,
     validation_problems,
 )
 from baton.runtime.settings import describe_errors, read_toml
@@ -41,6 +43,8 @@ log = structlog.get_logger(__name__)
 SCENARIOS_DIR = "scenarios"
 SCENARIO_FILE = "scenario.toml"
 STATE_DIR = Path(".baton") / "scheduler"
+# Far above any real record; a bound, so a file swapped for something huge is refused.
+MAX_RECORD_BYTES = 64 * 1024 * 1024
 
 
 class IterationPolicy(BaseModel):
@@ -84,9 +88,11 @@ def load_scenario(
     workspace: Path, name: str, budgets: Mapping[str, ContextBudget] | None = None
 ) -> ScenarioConfig:
     """Read a scenario's config; a scenario without a file gets defaults and needs a requirement.
+    Blocks: the Scheduler runs it in a worker thread.
 
     As strict as `baton.toml`: a file that is not UTF-8 or not TOML, an unknown key or a bad
-    value is a one-line `ConfigError` naming the file and the key. With `budgets` (each
+    value is a one-line `ConfigError` naming the file and the key; so is a directory, a
+    named pipe or a device where the file should be (never opened to wait). With `budgets` (each
     agent's own budget), `[actors.<role>]` is checked on top of them: only those roles, only
     budget keys, and a budget that validates once merged.
     """
@@ -113,9 +119,20 @@ def load_scenario(
 
 
 def _read_scenario_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.exists():
         raise NoScenarioFileError(path.parent.name, path)
+    # Anything else at the path (a directory, a named pipe) is refused by `read_toml`, which
+    # never opens it to wait: a ConfigError saying what is there, not "does not exist".
     return read_toml(path)
+
+
+def _read_record_file(path: Path) -> bytes:
+    """The bytes of the record file at `path`, never waiting on a named pipe (blocks: run it
+    off the event loop); `IsADirectoryError` for a directory, `ValueError` saying why another
+    kind of file is refused, `FileNotFoundError`."""
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    return read_regular(path, str(path), MAX_RECORD_BYTES)
 
 
 class PendingHandoff(BaseModel):
@@ -204,14 +221,15 @@ class ScenarioRecord(BaseModel):
 class ScenarioStore:
     """Scheduler state as `<workspace>/.baton/scheduler/<scenario>.json`.
 
-    A file that cannot be read back (garbage, empty, not a record) does not stop the others:
-    `load_all` leaves it out and keeps, under its scenario's name, the one-line error that
-    names the file and what to do; `damage` says it again while the file is still there.
+    A file that cannot be read back (garbage, empty, not a record, not a regular file) does
+    not stop the others: `load_all` leaves it out and keeps, under its scenario's name, the
+    one-line error that names the file and what to do; `damage` says it again while the file
+    is still there (`scenario_damage.py`).
     """
 
     def __init__(self, workspace: Path) -> None:
         self.root = workspace / STATE_DIR
-        self.damaged: dict[str, StateFileError] = {}
+        self.damaged: dict[str, DamagedScenarioError] = {}
 
     def path(self, scenario: str) -> Path:
         return self.root / f"{scenario}.json"
@@ -230,14 +248,19 @@ class ScenarioStore:
         async for path in root.glob("*.json"):
             try:
                 record = await self._load(Path(path))
-            except StateFileError as error:
-                log.error("scheduler.damaged_state", path=str(path), error=str(error))
+            except DamagedScenarioError as error:
+                log.error(
+                    "scheduler.damaged_state",
+                    scenario=path.stem,
+                    path=str(path),
+                    error=str(error),
+                )
                 self.damaged[path.stem] = error
                 continue
             records[record.scenario] = record
         return records
 
-    async def damage(self, scenario: str) -> StateFileError | None:
+    async def damage(self, scenario: str) -> DamagedScenarioError | None:
         """The error of the scenario's damaged file, if it is still there (once moved aside,
         the scenario can start afresh)."""
         error = self.damaged.get(scenario)
@@ -249,15 +272,26 @@ class ScenarioStore:
     async def _load(self, path: Path) -> ScenarioRecord:
         fix = (
             f"move it aside (e.g. `mv {path} {path}.damaged`) and submit {path.stem!r} again "
-            "to start it afresh, or restore it from a backup"
+            "to start it afresh, or restore it from a backup and restart `baton run`"
         )
+
+        def damaged(problem: str) -> DamagedScenarioError:
+            return DamagedScenarioError(path.stem, path, problem, fix)
+
         try:
-            text = await anyio.Path(path).read_text(encoding="utf-8")
-            record = ScenarioRecord.model_validate_json(text)
-        except UnicodeDecodeError:
-            raise StateFileError(path, "is not UTF-8 text, so not a scenario record", fix) from None
+            data = await anyio.to_thread.run_sync(_read_record_file, path)
+        except IsADirectoryError:
+            raise damaged("is a directory, not a scenario record") from None
+        except ValueError as exc:  # a named pipe, a device, a link, too big: never opened
+            raise damaged(str(exc).removeprefix(f"{path} ")) from None
         except OSError as exc:
-            raise StateFileError(path, f"cannot be read ({exc.strerror or exc})", fix) from None
+            raise damaged(f"cannot be read ({exc.strerror or exc})") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise damaged("is not UTF-8 text, so not a scenario record") from None
+        try:
+            record = ScenarioRecord.model_validate_json(text)
         except ValidationError as exc:
             error = exc.errors(include_url=False)[0]
             if not text.strip():
@@ -267,9 +301,7 @@ class ScenarioStore:
             else:
                 first = validation_problems([error], show_input=False)[0]
                 problem = f"is not a valid scenario record ({first})"
-            raise StateFileError(path, problem, fix) from None
+            raise damaged(problem) from None
         if record.scenario != path.stem:
-            raise StateFileError(
-                path, f"holds scenario {record.scenario!r}, not {path.stem!r}", fix
-            )
+            raise damaged(f"holds scenario {record.scenario!r}, not {path.stem!r}")
         return record

@@ -44,6 +44,7 @@ from baton.actors.scenario import (
     load_scenario,
     scenario_dir,
 )
+from baton.actors.scenario_damage import DamagedQuery, DamagedScenario
 from baton.actors.scheduler_memory import SchedulerMemory, iteration_finding
 from baton.actors.scheduling_policy import Decision, decide
 from baton.actors.work_orders import WorkOrders
@@ -185,7 +186,7 @@ class SchedulerActor(Actor):
     @handler
     async def approve(self, message: Approve) -> ScenarioState | ScenarioRefused:
         """Let the pending Init → Execute handoff through (docs/handoffs.md, "Approval")."""
-        record = self._awaiting(message.scenario)
+        record = await self._awaiting(message.scenario)
         if isinstance(record, ScenarioRefused):
             return record
         assert record.pending is not None
@@ -198,7 +199,7 @@ class SchedulerActor(Actor):
     async def reject(self, message: Reject) -> ScenarioState | ScenarioRefused:
         """Send the design back to Init with the reviewer's reason (docs/handoffs.md,
         "Approval")."""
-        record = self._awaiting(message.scenario)
+        record = await self._awaiting(message.scenario)
         if isinstance(record, ScenarioRefused):
             return record
         record.pending = None
@@ -220,12 +221,15 @@ class SchedulerActor(Actor):
         refusal), or every scenario's when none is named."""
         if message.scenario is None:
             return [self._state(record) for record in self.records.values()]
-        record = self.records.get(message.scenario)
-        if record is None:
-            damage = await self.store.damage(message.scenario)
-            if damage is not None:
-                raise damage
+        record = await self._known(message.scenario)
         return None if record is None else self._state(record)
+
+    @handler
+    async def damaged(self, message: DamagedQuery) -> list[DamagedScenario]:
+        """The scenarios whose records did not read back at start and are still there, by
+        name (what `baton status` lists with the fix)."""
+        errors = [await self.store.damage(name) for name in sorted(self.store.damaged)]
+        return [DamagedScenario.of(error) for error in errors if error is not None]
 
     # --- handoffs from agents -------------------------------------------------------------------
 
@@ -501,9 +505,22 @@ class SchedulerActor(Actor):
             }
         )
 
-    def _awaiting(self, scenario: str) -> ScenarioRecord | ScenarioRefused:
-        # Answered, not raised: a refused decision is the caller's news, not a dead letter.
+    async def _known(self, scenario: str) -> ScenarioRecord | None:
+        """The scenario's record, or None for a scenario never submitted; one whose record
+        did not read back raises the error naming the file (`DamagedScenarioError`), since
+        "submit it first" would send its user the wrong way."""
         record = self.records.get(scenario)
+        if record is None:
+            damage = await self.store.damage(scenario)
+            if damage is not None:
+                raise damage
+        return record
+
+    async def _awaiting(self, scenario: str) -> ScenarioRecord | ScenarioRefused:
+        # Answered, not raised: a refused decision is the caller's news, not a dead letter
+        # (a damaged record, raised by `_known`, is the caller's news too: asked, it is
+        # refused, not dead-lettered).
+        record = await self._known(scenario)
         if record is None:
             return ScenarioRefused(
                 scenario=scenario, reason=f"no scenario {scenario!r}; submit it first"
@@ -520,6 +537,10 @@ class SchedulerActor(Actor):
     async def _scenario_config(self, message: StartScenario) -> ScenarioConfig:
         """The scenario's checked `scenario.toml`; without one, defaults and the requirement
         given (a file that is there but wrong is refused, never passed over)."""
+        return await anyio.to_thread.run_sync(self._read_config, message)
+
+    def _read_config(self, message: StartScenario) -> ScenarioConfig:
+        # Blocking (stat, scenario.toml, its prompts): a worker thread's, never the loop's.
         folder = scenario_dir(self.workspace, message.scenario)
         if message.requirement is not None and not (folder / SCENARIO_FILE).exists():
             return ScenarioConfig(name=message.scenario, requirement=message.requirement)

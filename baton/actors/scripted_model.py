@@ -30,7 +30,6 @@ import inspect
 import json
 import re
 import time
-import tomllib
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,9 +37,10 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeAlias
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from baton.actors._offline_summaries import compaction_summary, task_summary
+from baton.actors._script_file import invalid_script, read_script_data
 from baton.actors.model import CallContext, ModelLimits, ModelResponse, current_call
 from baton.context.payload import Payload
 from baton.context.prompt_cache import DEFAULT_MIN_CACHE_TOKENS, PrefixCache
@@ -48,10 +48,10 @@ from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens
 from baton.context.usage import Usage
 from baton.context.validation import validate_request
 from baton.errors import (
-    ConfigError,
     ContextOverflowError,
     InvalidRequestError,
     ScriptExhaustedError,
+    ScriptFileError,
 )
 
 OFFLINE_MODEL_NAME = "offline-scripted"
@@ -160,18 +160,19 @@ class Script(BaseModel):
     actors: dict[str, ActorScript] = Field(default_factory=dict)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Script:
-        """Load a `.json` or `.toml` script; `ConfigError` names the file and the problem.
+    def from_file(cls, path: str | Path, *, shown: str | None = None) -> Script:
+        """Load a `.json` or `.toml` script; `ScriptFileError` (a `ConfigError`) names the
+        file (as `shown`, by default its path) and where in it the problem lies.
 
         This reads synchronously: call it while setting up, not from a running handler.
         """
         file = Path(path)
+        name = shown or str(file)
+        data = read_script_data(file, name)
         try:
-            raw = file.read_text(encoding="utf-8")
-            data = tomllib.loads(raw) if file.suffix == ".toml" else json.loads(raw)
             return cls.model_validate(data)
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot load model script {file}: {exc}") from None
+        except ValidationError as exc:
+            raise ScriptFileError(name, invalid_script(exc)) from None
 
     def for_actor(self, actor: str) -> ActorScript | None:
         """The actor's script, else the `*` entry, else None."""

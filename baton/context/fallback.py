@@ -25,15 +25,18 @@ MAX_IDS = 100
 MAX_PENDING = 30
 _MAX_ITEM_CHARS = 300
 
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
+# Patterns run on tool results of tens of KB, on the event loop: each is linear in its
+# input, with no two quantifiers that could split the same run of characters between them
+# (docs/context.md, "extract_state"). A URL scheme is short; an unbounded one made every letter
+# of a long dotted run scan to its end.
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://\S+")
 _PATH = re.compile(r"(?<![\w:/.-])(/?(?:[\w.-]+/)+[\w.-]*\w)")
 _FILE = re.compile(
     r"(?<![\w/.-])([\w-]+\.(?:json|jsonl|py|md|txt|yaml|yml|toml|csv|log|html|xml|sql|sh))\b"
 )
-_ID = re.compile(
-    r"\b([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*[_-]\d+[A-Za-z0-9]*)\b"
-    r"|\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
-)
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_ID_RUN = re.compile(r"[A-Za-z0-9_-]+")
+_SEPARATOR = re.compile(r"([_-])")
 _PENDING = re.compile(
     r"^[ \t]*(?:[-*][ \t]*)?(?:\[ \]|todo\b|待办|待处理|下一步|next steps?\b|pending\b)"
     r"[ \t]*[:：]?[ \t]*(\S.*)$",
@@ -60,12 +63,79 @@ class Extraction:
             _add(self.paths, match.group(1), MAX_PATHS)
         for match in _FILE.finditer(cleaned):
             _add(self.paths, match.group(1), MAX_PATHS)
-        for match in _ID.finditer(text):
-            value = match.group(1) or match.group(2)
+        for value in _ids(text):
             if not _PLUMBING_ID.match(value):
                 _add(self.ids, value, MAX_IDS)
         for match in _PENDING.finditer(text):
             _add(self.pending, match.group(1).strip()[:_MAX_ITEM_CHARS], MAX_PENDING)
+
+
+def _ids(text: str) -> list[str]:
+    """The ids in `text`, in order of appearance: words of ASCII letters and digits joined by
+    `_` or `-` that start with a letter and end in a part that starts with a digit
+    (`INV-2024-0042`, `sample_03`, `order-12b`; each cut after its last such part), and
+    UUIDs.
+
+    Found run by run, in one pass each: as one regular expression, a long `a-a-a-…` with no
+    digit part took time growing with the square of its length (20 s for 40 KB)."""
+    words: list[tuple[int, int, str]] = []
+    for run in _ID_RUN.finditer(text):
+        start, end = run.span()
+        # A word character touching the run (`é`) means no word boundary there.
+        glued_left = start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_")
+        glued_right = end < len(text) and (text[end].isalnum() or text[end] == "_")
+        words.extend(_run_ids(run.group(), start, glued_left, glued_right))
+    # As a scan from left to right would: of two that overlap, the one that starts first (at
+    # the same place, the word), then on after its end.
+    candidates = sorted(
+        [(start, 0, end, value) for start, end, value in words]
+        + [(m.start(), 1, m.end(), m.group()) for m in _UUID.finditer(text)]
+    )
+    found: list[str] = []
+    reached = 0
+    for start, _, end, value in candidates:
+        if start >= reached:
+            found.append(value)
+            reached = end
+    return found
+
+
+def _run_ids(
+    run: str, offset: int, glued_left: bool, glued_right: bool
+) -> list[tuple[int, int, str]]:
+    pieces = _SEPARATOR.split(run)
+    parts = pieces[0::2]
+    # What precedes each part: nothing at the run's start (a word character glued to it
+    # counts as `_`: no boundary), else its separator.
+    before = ["_" if glued_left else "", *pieces[1::2]]
+    starts = []  # each part's offset in the text
+    position = offset
+    for index, part in enumerate(parts):
+        position += len(before[index]) if index else 0
+        starts.append(position)
+        position += len(part)
+    found: list[tuple[int, int, str]] = []
+    first = 0
+    while first < len(parts):
+        head = parts[first]
+        if not (head[:1].isascii() and head[:1].isalpha() and before[first] in ("", "-")):
+            first += 1
+            continue
+        last = None
+        index = first + 1
+        while index < len(parts) and parts[index]:
+            at_boundary = before[index + 1] == "-" if index + 1 < len(parts) else not glued_right
+            if parts[index][0].isdigit() and at_boundary:
+                last = index
+            index += 1
+        if last is None:
+            # No later start in this chain can end in a digit part either.
+            first = max(index, first + 1)
+            continue
+        end = starts[last] + len(parts[last])
+        found.append((starts[first], end, run[starts[first] - offset : end - offset]))
+        first = last + 1
+    return found
 
 
 def _add(items: list[str], value: str, limit: int) -> None:

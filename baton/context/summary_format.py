@@ -199,19 +199,31 @@ def summary_schema_for(agent: str) -> type[SummaryBase]:
     return SUMMARY_SCHEMAS.get(agent, GenericSummary)
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*\})\s*```", re.DOTALL)
-_TAGGED = re.compile(rf"<{SUMMARY_TAG}>\s*(.*?)\s*</{SUMMARY_TAG}>", re.DOTALL)
+_FENCE_OPEN = re.compile(r"```(?:json)?\s*+(?=\{)")
+_FENCE_CLOSE = re.compile(r"\}\s*+```")
+
+
+def _tagged(text: str) -> str | None:
+    # Found with `str.find`, not a lazy pattern: a model's answer full of opening tags made
+    # each one scan to the end (docs/context.md, "Summary schemas").
+    opening, closing = f"<{SUMMARY_TAG}>", f"</{SUMMARY_TAG}>"
+    start = text.find(opening)
+    end = text.find(closing, start + len(opening)) if start != -1 else -1
+    return None if end == -1 else text[start + len(opening) : end].strip()
+
+
+def _fenced(text: str) -> str | None:
+    # The first fence that opens on `{`, to the last `}` closing a fence after it.
+    opening = _FENCE_OPEN.search(text)
+    if opening is None:
+        return None
+    closings = [m.start() for m in _FENCE_CLOSE.finditer(text, opening.end())]
+    return text[opening.end() : closings[-1] + 1] if closings else None
 
 
 def extract_json_object(text: str) -> dict[str, Any]:
     """The JSON object in a model's answer; `SummaryFailure` when there is none."""
-    candidates = []
-    tagged = _TAGGED.search(text)
-    if tagged:
-        candidates.append(tagged.group(1))
-    fenced = _FENCE.search(text)
-    if fenced:
-        candidates.append(fenced.group(1))
+    candidates = [c for c in (_tagged(text), _fenced(text)) if c is not None]
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
         candidates.append(text[start : end + 1])

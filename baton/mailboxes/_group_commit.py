@@ -5,8 +5,10 @@ fsync (only a checkpoint does), so it takes tens of microseconds: less than one 
 thread and back (docs/architecture.md, "mailboxes/"). The transactions therefore run on the
 event loop, and only what can wait on the disk or on another process goes to a worker thread:
 a batch that finds the database locked by another connection (it waits there, with the busy
-timeout), opening and closing; checkpoints, which fsync, are asked of `_sqlite_checkpoint`
-every `CHECKPOINT_EVERY` transactions (the connection's automatic one is off).
+timeout), a batch that writes a large row (`heavy`: copying megabytes takes milliseconds),
+opening and closing; checkpoints, which fsync, are asked of `_sqlite_checkpoint`
+every `CHECKPOINT_EVERY` transactions (the connection's automatic one is off), and it is told
+of each batch, so that it empties the `-wal` once they stop.
 
 Callers queue their operation and take turns; taking the turn yields once, so every caller
 that is ready queues its operation first and the one whose turn it is commits them all: one
@@ -39,6 +41,7 @@ class Operation(Generic[T]):
 
     fn: Callable[..., T]
     args: tuple[object, ...]
+    heavy: bool = False
     value: T = _UNSET
     error: BaseException | None = None
     after_commit: list[Callable[[], None]] = field(default_factory=list)
@@ -66,11 +69,12 @@ class GroupCommit:
     """Runs operations on `connection`, a batch per transaction, on the event loop.
 
     The connection must be in autocommit mode with `busy_timeout = 0` and no automatic
-    checkpoint: `checkpoint_due` is called every `checkpoint_every` committed transactions,
-    and must not wait (it asks `_sqlite_checkpoint` for one). An operation may register work
-    for after its commit with `on_commit` (the mark file mirrors committed counters only);
-    that work is dropped when the operation or the commit fails. `after_commit` runs once
-    after each committed transaction.
+    checkpoint: `checkpoint_due` is called every `checkpoint_every` committed transactions
+    and `wrote` after each batch, both on the event loop, and they must not wait (they tell
+    `_sqlite_checkpoint`, which also empties the -wal once no batch came for a while). An
+    operation may register work for after its commit with `on_commit` (the mark file mirrors
+    committed counters only); that work is dropped when the operation or the commit fails.
+    `after_commit` runs once after each committed transaction.
     """
 
     def __init__(
@@ -80,11 +84,13 @@ class GroupCommit:
         after_commit: Callable[[], None] | None = None,
         checkpoint_due: Callable[[], None] | None = None,
         checkpoint_every: int = CHECKPOINT_EVERY,
+        wrote: Callable[[], None] | None = None,
     ) -> None:
         self._db = connection
         self._after_commit = after_commit
         self._checkpoint_due = checkpoint_due
         self._checkpoint_every = checkpoint_every
+        self._wrote = wrote
         self._since_checkpoint = 0
         self._queue: list[Operation[Any]] = []
         # FIFO, and acquiring it yields once: callers that are ready queue theirs before the
@@ -94,17 +100,18 @@ class GroupCommit:
         self.batches = 0  # transactions committed or rolled back, for tests and benchmarks
         self.waited = 0  # batches that found the database locked and waited on the thread
 
-    async def run(self, fn: Callable[..., T], *args: object) -> T:
+    async def run(self, fn: Callable[..., T], *args: object, heavy: bool = False) -> T:
         """`fn(*args)` inside a transaction, batched with those of every caller that is
-        ready; its value once committed."""
-        operation: Operation[T] = Operation(fn, args)
+        ready; its value once committed. `heavy`: it writes a large row, so its batch is
+        committed on the worker thread."""
+        operation: Operation[T] = Operation(fn, args, heavy)
         self._queue.append(operation)
         return await self._in_turn(operation)
 
-    async def run_now(self, fn: Callable[..., T], *args: object) -> T:
+    async def run_now(self, fn: Callable[..., T], *args: object, heavy: bool = False) -> T:
         """`run` for a caller that goes on only once it is done (a mailbox's one consumer):
         committed at once when no batch is being gathered, without the yield that gathers."""
-        operation: Operation[T] = Operation(fn, args)
+        operation: Operation[T] = Operation(fn, args, heavy)
         turn = self._turn
         if turn.locked():
             self._queue.append(operation)
@@ -129,8 +136,9 @@ class GroupCommit:
         return operation.outcome()
 
     async def alone(self, fn: Callable[..., T], *args: object) -> T:
-        """`fn(*args)` on the worker thread outside any transaction (closing the connection),
-        after every operation queued before it."""
+        """`fn(*args)` on the worker thread outside any transaction, after every operation
+        queued before it, the callers that come meanwhile waiting their turn (closing the
+        connection; a checkpoint that resets the -wal, `_sqlite_checkpoint`)."""
         async with self._turn:
             if self._queue:
                 batch, self._queue = self._queue, []
@@ -144,11 +152,18 @@ class GroupCommit:
 
     async def _commit(self, batch: list[Operation[Any]]) -> None:
         try:
-            self._commit_now(batch)
+            if any(operation.heavy for operation in batch):
+                # Copying a large row into the -wal takes milliseconds: every actor would
+                # wait for it (docs/architecture.md, "What a request body may cost").
+                await anyio.to_thread.run_sync(self._commit_waiting, batch)
+            else:
+                self._commit_now(batch)
         except _Busy:
             self.waited += 1
             # The turn is held meanwhile: nothing else uses the connection.
             await anyio.to_thread.run_sync(self._commit_waiting, batch)
+        if self._wrote is not None:
+            self._wrote()
         if self._since_checkpoint >= self._checkpoint_every and self._checkpoint_due is not None:
             self._since_checkpoint = 0
             self._checkpoint_due()

@@ -3,6 +3,9 @@
 README.md, "After a full disk or a damaged file", is the user's side of it:
 
 - A write refused for space (SQLITE_FULL) becomes a `DiskFullFailure` naming the file.
+- A write past the process's file-size limit (`ulimit -f`) becomes a `FileTooLargeFailure`
+  naming the file that may not grow: SQLite reports that EFBIG as a plain I/O error
+  (SQLITE_IOERR_WRITE) and Python shows no errno, so it is told apart by the files' sizes.
 - A damaged database (not a database, malformed, a directory, unreadable) becomes one
   `StateFileError` naming the file and what to do with it.
 - The mark file (`.baton/mailboxes.mark`) holds the database's own counters of messages
@@ -26,13 +29,15 @@ from pathlib import Path
 import structlog
 
 from baton._private import private_opener
-from baton.errors import DiskFullFailure, StateFileError
+from baton.errors import DiskFullFailure, FileTooLargeFailure, StateFileError, file_size_limit
 
 log = structlog.get_logger(__name__)
 
 MARK_SUFFIX = ".mark"
 _MARK = re.compile(r"^baton-mailboxes 1 ([0-9a-f]{32}) (\d{20}) (\d{20})\n")
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+# The most one write of SQLite's adds to a file: the largest page, and a WAL frame's header.
+_LARGEST_WRITE = 65_536 + 24
 
 
 def _code(error: sqlite3.Error) -> int | None:
@@ -48,6 +53,26 @@ def is_full(error: BaseException) -> bool:
     if code is not None:
         return code == sqlite3.SQLITE_FULL
     return "database or disk is full" in str(error)
+
+
+def past_size_limit(path: Path, error: sqlite3.Error) -> FileTooLargeFailure | None:
+    """The `FileTooLargeFailure` a failed write is when the process has a file-size limit and
+    one of the database's files is within one write of it; None otherwise. The filesystem's
+    own largest file (no limit set) cannot be told from other I/O errors this way."""
+    if _code(error) not in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL):
+        return None
+    limit = file_size_limit()
+    if limit is None:
+        return None
+    # Stats on the loop, but only on this failure's path and with a limit set: three files.
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-journal")):
+        try:
+            size = candidate.stat().st_size
+        except OSError:
+            continue
+        if size + _LARGEST_WRITE > limit:
+            return FileTooLargeFailure(candidate, str(error))
+    return None
 
 
 def move_aside(path: Path) -> str:
@@ -67,6 +92,9 @@ def damaged(path: Path, problem: str) -> StateFileError:
 
 def translate(path: Path, error: sqlite3.Error) -> Exception:
     """The baton error that says what a failed statement means, or `error` itself."""
+    too_large = past_size_limit(path, error)
+    if too_large is not None:
+        return too_large
     if is_full(error):
         return DiskFullFailure(path, str(error))
     code = _code(error)

@@ -10,6 +10,7 @@ from pathlib import Path
 from baton._private import private_dir, private_file
 from baton.errors import DiskFullFailure, StateFileError
 from baton.mailboxes._group_commit import BUSY_TIMEOUT_MS
+from baton.mailboxes._sqlite_checkpoint import WAL_SIZE_LIMIT
 from baton.mailboxes._sqlite_health import Counts, damaged, translate
 from baton.mailboxes.dead_letter_body import excerpt
 
@@ -84,6 +85,9 @@ def open_checked(path: Path) -> tuple[sqlite3.Connection, Counts]:
     db, counts = _checked_open(path, connect)
     db.execute("PRAGMA busy_timeout=0")
     db.execute("PRAGMA wal_autocheckpoint=0")
+    # The checkpointer starts a restarted -wal with a commit of its own, which cuts the file
+    # to this limit; when it could not, this connection's next commit does (`_sqlite_checkpoint`).
+    db.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
     return db, counts
 
 

@@ -70,7 +70,10 @@ class SqliteStore:
             connection,
             after_commit=self._write_mark,
             checkpoint_due=None if checkpointer is None else checkpointer.due,
+            wrote=None if checkpointer is None else checkpointer.wrote,
         )
+        if checkpointer is not None:
+            checkpointer.holding_writes = self._group.alone
         self._marked: Counts | None = None
         self._acks = 0
         self._counts = counts
@@ -96,8 +99,9 @@ class SqliteStore:
         clock: Callable[[], float] = time.time,
     ) -> AsyncIterator[SqliteStore]:
         """The database at `path` for the duration of the block, checked against its mark
-        file (lost messages are said in `warnings`); a damaged one raises `StateFileError`
-        naming it. On exit it is closed, after what was queued before.
+        file (lost messages are said in `warnings`), the `-wal` a killed process left copied
+        in and emptied; a damaged one raises `StateFileError` naming it. On exit it is
+        closed, after what was queued before.
 
         Dead letters beyond `dead_letter_max` or older than `dead_letter_age` seconds are
         pruned; `retry` spaces the tries of a write waiting for disk space."""
@@ -127,17 +131,20 @@ class SqliteStore:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(db.close)
 
-    async def run(self, fn: Callable[..., T], *args: object, now: bool = False) -> T:
+    async def run(
+        self, fn: Callable[..., T], *args: object, now: bool = False, heavy: bool = False
+    ) -> T:
         """Run `fn(*args)` in the transaction of the next batch (`_group_commit`): it returns
         once that transaction is committed. `now`: for a mailbox's one consumer, which waits
         for each of its operations in turn: committed at once unless a batch is gathering.
+        `heavy`: it writes a large row, so its batch commits on the worker thread.
 
         A statement that failed for space raises `DiskFullFailure`, one that found the
         database damaged `StateFileError`, both naming the file."""
         try:
             if now:
-                return await self._group.run_now(fn, *args)
-            return await self._group.run(fn, *args)
+                return await self._group.run_now(fn, *args, heavy=heavy)
+            return await self._group.run(fn, *args, heavy=heavy)
         except sqlite3.Error as exc:
             found = translate(self.path, exc)
             if isinstance(found, DiskFullFailure) and self.full is None:
@@ -147,21 +154,23 @@ class SqliteStore:
                 raise
             raise found from exc
 
-    async def write(self, fn: Callable[..., T], *args: object) -> T:
+    async def write(self, fn: Callable[..., T], *args: object, heavy: bool = False) -> T:
         """`run` for a write: refused with `DiskFullFailure` while there is no room."""
-        result = await self.run(fn, *args)
+        result = await self.run(fn, *args, heavy=heavy)
         if self.full is not None:
             self._room_again()
         return result
 
-    async def settle(self, fn: Callable[..., T], *args: object, now: bool = False) -> T:
+    async def settle(
+        self, fn: Callable[..., T], *args: object, now: bool = False, heavy: bool = False
+    ) -> T:
         """`write` for what settles a stored message: waits for room with backoff instead of
         failing, so a full disk delays handling but loses nothing and needs no restart."""
         attempt = 0
         while True:
             try:
                 # `run`, not `write`: a coroutine less on the path of every message.
-                result = await self.run(fn, *args, now=now)
+                result = await self.run(fn, *args, now=now, heavy=heavy)
             except DiskFullFailure:
                 retry = self._retry
                 await self._sleep(FULL_RETRY_WAIT if retry is None else retry.delay(attempt))

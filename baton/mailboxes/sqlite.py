@@ -8,9 +8,10 @@ once it has used `max_attempts` deliveries. Acked ids are remembered (the newest
 of them), so an envelope sent again with the same id is dropped, not handled twice.
 
 The statements run on the event loop, a batch of operations per transaction (group commit,
-`_group_commit`), and the checkpoints on a worker thread (`_sqlite_checkpoint`): a WAL commit
-with `synchronous=NORMAL` does not fsync, a checkpoint does. That survives a killed process
-(the case a crash test exercises); only a power loss can take the last commits.
+`_group_commit`), and the checkpoints, which also keep the `-wal` bounded, on a worker thread
+(`_sqlite_checkpoint`): a WAL commit with `synchronous=NORMAL` does not fsync, a checkpoint
+does. That survives a killed process (the case a crash test exercises); only a power loss can
+take the last commits.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink
 
 log = structlog.get_logger(__name__)
+
+LARGE_BODY = 64 * 1024
+"""An envelope stored as more bytes than this is written, and acked, on the worker thread:
+copying megabytes into the -wal would hold every actor (docs/architecture.md, "What a
+request body may cost")."""
 
 __all__ = ["DATABASE", "REMEMBERED", "SqliteMailbox", "SqliteStore"]
 
@@ -62,6 +68,7 @@ class SqliteMailbox:
         self._max_attempts = max_attempts
         self._dead_letters = dead_letters
         self._ready: deque[tuple[int, Envelope]] = deque()
+        self._large: set[int] = set()  # the stored rows over LARGE_BODY, by seq
         self._loaded = False
         self._load_lock = anyio.Lock()
         self._closed = False
@@ -109,12 +116,18 @@ class SqliteMailbox:
             return
         if in_flight:
             await self._store.settle(self._store.release, seq)
+        if len(body) > LARGE_BODY:
+            self._large.add(seq)
         self._ready.append((seq, envelope))
 
     async def _bury(
         self, seq: int, envelope_id: str, body: str, reason: str, envelope: Envelope | None
     ) -> None:
-        await self._store.settle(self._store.bury, seq, envelope_id, self._name, reason, body)
+        heavy = len(body) > LARGE_BODY
+        await self._store.settle(
+            self._store.bury, seq, envelope_id, self._name, reason, body, heavy=heavy
+        )
+        self._large.discard(seq)
         log.warning("mailbox.dead_lettered", mailbox=self._name, id=envelope_id, reason=reason)
         if envelope is not None and self._dead_letters is not None:
             self._dead_letters.dead_letter(envelope, reason)
@@ -129,8 +142,13 @@ class SqliteMailbox:
         if self._closed:
             raise MailboxClosedError(self._name)
         body = self._codec.encode(envelope)
+        large = len(body) > LARGE_BODY
         # No room raises DiskFullFailure to the sender: new work is refused, not queued.
-        seq = await self._store.write(self._store.insert, envelope.id, self._name, body)
+        seq = await self._store.write(
+            self._store.insert, envelope.id, self._name, body, heavy=large
+        )
+        if large and seq is not None:
+            self._large.add(seq)
         if self._closed and seq is not None:
             # Closed while storing: the row stays for the next start, which delivers it.
             raise MailboxClosedError(self._name)
@@ -171,7 +189,10 @@ class SqliteMailbox:
 
     async def ack(self, delivery: Delivery) -> None:
         assert delivery.tag is not None
-        await self._store.settle(self._store.ack, int(delivery.tag), delivery.envelope.id, now=True)
+        seq = int(delivery.tag)
+        heavy = seq in self._large
+        await self._store.settle(self._store.ack, seq, delivery.envelope.id, now=True, heavy=heavy)
+        self._large.discard(seq)
 
     async def nack(self, delivery: Delivery, *, requeue: bool, reason: str) -> None:
         assert delivery.tag is not None

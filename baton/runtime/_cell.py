@@ -13,12 +13,14 @@ from anyio.abc import TaskStatus
 
 from baton.errors import (
     ActorDeadError,
+    BatonError,
     DiskFullFailure,
     HandlerFailedError,
     MailboxClosedError,
     UnhandledMessageError,
     UsageError,
     out_of_space,
+    unretriable,
 )
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
@@ -302,8 +304,8 @@ class ActorCell:
                 break
             scope.envelope = envelope  # the supervision's log lines name the message
             try:
-                if isinstance(error, UsageError):
-                    # Refused, not retried: nothing happens to the instance, so no wait.
+                if unretriable(error) is not None:
+                    # Settled, not retried: nothing happens to the instance, so no wait.
                     retry = await self._on_handler_error(delivery, error)
                 else:
                     async with gate.exclusive():
@@ -346,11 +348,30 @@ class ActorCell:
         await self._refuse(delivery, error, str(error))
 
     async def _on_handler_error(self, delivery: Delivery, error: Exception) -> Delivery | None:
-        """Supervise one failure; return the delivery to retry, or None when it is settled."""
+        """Supervise one failure; return the delivery to retry, or None when it is settled.
+
+        Two failures are settled at once, as no retry can help: a `UsageError` (the message
+        is at fault, not the actor) and a `FileTooLargeFailure` (a file that may not grow:
+        no wait makes room, and a restart would only fail the same write again, or loop on
+        a round an agent resumes on start). Either one goes to the asker, once, or with a
+        told message to the dead letters with the reason, and the instance is kept."""
         envelope = delivery.envelope
-        if isinstance(error, UsageError):
-            # The message is at fault, not the actor: retrying or restarting cannot help.
-            await self._refuse(delivery, error, f"refused: {type(error).__name__}: {error}")
+        final = unretriable(error)
+        if isinstance(final, UsageError):
+            await self._refuse(delivery, final, f"refused: {type(final).__name__}: {final}")
+            return None
+        if final is not None:
+            # README.md, "After a full disk or a damaged file": unlike a full disk, not
+            # waited out.
+            self.failures += 1
+            log.error(
+                "actor.file_too_large",
+                actor=self.name,
+                message_id=envelope.id,
+                message_type=envelope.message_type,
+                error=str(final),
+            )
+            await self._refuse(delivery, final, f"failed: {type(final).__name__}: {final}")
             return None
         full = out_of_space(error)
         if full is not None:
@@ -512,10 +533,10 @@ class ActorCell:
             pending.resolve(value)
         return True
 
-    async def _refuse(self, delivery: Delivery, error: UsageError, reason: str) -> None:
-        """Settle a message refused as the sender's mistake. An asker gets the error and that
-        is all: it is not a dead letter. A told message (or an ask whose asker has left) has
-        no one to hear it, so the dead letters keep it with the reason."""
+    async def _refuse(self, delivery: Delivery, error: BatonError, reason: str) -> None:
+        """Settle a message that no retry can help (see `_on_handler_error`). An asker gets
+        the error and that is all: it is not a dead letter. A told message (or an ask whose
+        asker has left) has no one to hear it, so the dead letters keep it with the reason."""
         if self._settle(delivery.envelope, error=error):
             log.info(
                 "actor.request_refused",

@@ -12,7 +12,9 @@ from baton.errors import (
     ActorExistsError,
     AskTimeoutError,
     BatonError,
+    DamagedScenarioError,
     DiskFullFailure,
+    FileTooLargeFailure,
     HandlerFailedError,
     InvalidMessageError,
     InvalidScenarioNameError,
@@ -69,10 +71,12 @@ _STATUS: dict[type[BatonError], int] = {
     NoSchedulerError: 409,
     NoScenarioModelError: 409,
     NoPendingHandoffError: 409,
+    DamagedScenarioError: 409,
     HandlerFailedError: 502,
     SchedulerReplyFailure: 502,
     MailboxFullError: 503,
     DiskFullFailure: 507,
+    FileTooLargeFailure: 507,  # Insufficient Storage too, but no wait ends it
     AskTimeoutError: 504,
     UsageError: 400,
     RuntimeFailure: 500,
@@ -85,7 +89,8 @@ STATUS_MEANING: dict[int, str] = {
     400: "the actor refused the message for a reason of its own (the message says which)",
     404: "no such actor, scenario, memory entry or endpoint",
     408: "the request's headers or body did not arrive within `[server] request_timeout`",
-    409: "the current state refuses it: no scheduler, the actor stopped, nothing to approve",
+    409: "the current state refuses it: no scheduler, the actor stopped, nothing to approve, "
+    "the scenario's record is damaged (the message names the file and what to do)",
     413: "the body is larger than `[server] max_body_bytes`",
     415: "the body is not JSON: send it with `Content-Type: application/json`",
     422: "the body or a query parameter is invalid (each problem is named), or its JSON is "
@@ -94,7 +99,9 @@ STATUS_MEANING: dict[int, str] = {
     502: "the handler failed on every attempt (`details.cause` says how)",
     503: "the actor's mailbox stayed full for the whole `timeout`",
     504: "no reply within the ask's `timeout`",
-    507: "no disk space: new work is refused until there is room; queued work is kept",
+    507: "no room to write: the disk or quota is full (`DiskFullFailure`: new work is refused "
+    "until there is room; queued work is kept), or a file may not grow (`FileTooLargeFailure`: "
+    "the work failed; raise the file-size limit)",
 }
 
 

@@ -3,9 +3,11 @@
 A line-oriented file (the token log, a journal) read back after a failed append must not
 find half a line followed by the next append's whole one: the reader would take the torn
 line for damage in the middle of the file. So an append that fails truncates back what it
-wrote, and one that failed for space raises `DiskFullFailure` naming the file; the caller
-waits (`DISK_FULL_RETRY`) and appends the same bytes again once there is room (README.md,
-"After a full disk or a damaged file").
+wrote. One that failed for space (ENOSPC, EDQUOT) raises `DiskFullFailure` naming the file;
+the caller waits (`DISK_FULL_RETRY`) and appends the same bytes again once there is room.
+One that failed because the file may not grow (EFBIG: `ulimit -f`, or the filesystem's
+largest file) raises `FileTooLargeFailure`, which no wait ends (README.md, "After a full
+disk or a damaged file").
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from baton.errors import SPACE_ERRNOS, DiskFullFailure
+from baton.errors import write_failure
 from baton.runtime.backoff import Backoff
 
 # Soon at first (a log rotated elsewhere may free room at once), then every half minute.
@@ -36,6 +38,7 @@ def append_whole(fd: int, data: bytes, path: Path | str, *, sync: bool = False) 
         if written:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
-        if exc.errno in SPACE_ERRNOS:
-            raise DiskFullFailure(path, exc.strerror or str(exc)) from exc
+        failure = write_failure(path, exc)
+        if failure is not None:
+            raise failure from exc
         raise

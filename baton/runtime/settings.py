@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -194,19 +195,76 @@ def describe_errors(error: ValidationError, source: str) -> str:
     return f"invalid configuration in {source}: " + "; ".join(problems)
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """The TOML file at `path`; a one-line `ConfigError` naming it when it cannot be read."""
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""A TOML file larger than this is refused before it is read (a baton.toml is a few KB)."""
+
+_KINDS = {
+    stat.S_IFIFO: "named pipe",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+}
+
+
+def _not_regular(path: Path, info: os.stat_result, what: str) -> ConfigError | None:
+    if stat.S_ISDIR(info.st_mode):
+        return ConfigError(f"{path} is a directory, not {what} — move it aside")
+    if not stat.S_ISREG(info.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "special file")
+        return ConfigError(f"{path} is a {kind}, not {what} — move it aside")
+    return None
+
+
+def _read_regular_text(path: Path, what: str) -> str | None:
+    """The text of the regular file at `path`, or None when nothing is there (a dangling
+    link included); `ConfigError` for anything else at the path, named as `what`."""
+    # Not baton.actors.regular_files (the kernel does not import the agents' layer,
+    # docs/architecture.md): judged by its `stat` first, then opened with O_NONBLOCK, so a
+    # named pipe put there since opens at once (and is refused by `fstat`) instead of
+    # waiting for a writer that never comes, hanging the start with the workspace held.
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc} — fix the file") from None
+        refused = _not_regular(path, os.stat(path), what)
+        if refused is not None:
+            raise refused
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with open(fd, "rb", closefd=True) as handle:
+        refused = _not_regular(path, os.fstat(fd), what)
+        if refused is not None:
+            raise refused
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES} bytes, too large for {what}")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
             f"{exc.start}) — save it as UTF-8"
         ) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _parse_toml(path: Path, text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc} — fix the file") from None
+    except RecursionError:
+        # The parser recurses once per nesting level: a file nested hundreds deep is the
+        # file's error, not a crash to restart on.
+        raise ConfigError(f"{path} nests arrays or tables too deep — flatten them") from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """The TOML file at `path`; a one-line `ConfigError` naming it when it cannot be read or
+    is not a regular file (a directory, a named pipe)."""
+    text = _read_regular_text(path, "a TOML file")
+    if text is None:
+        raise ConfigError(f"cannot read {path}: No such file or directory")
+    return _parse_toml(path, text)
 
 
 def read_config(
@@ -216,14 +274,16 @@ def read_config(
     overrides: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """`<workspace>/baton.toml` (optional) with `BATON_*` overrides, then `overrides` (the
-    command line's, e.g. `{"runtime": {"mailbox": ...}}`) merged in, and where it came from."""
+    command line's, e.g. `{"runtime": {"mailbox": ...}}`) merged in, and where it came from.
+    Anything at the path but a regular file is a `ConfigError`, not a file passed over."""
     data: dict[str, Any] = {}
     source = "defaults"
     if workspace is not None:
         path = workspace / CONFIG_FILE
-        if path.is_file():
+        text = _read_regular_text(path, "a config file")
+        if text is not None:
             source = str(path)
-            data = read_toml(path)
+            data = _parse_toml(path, text)
     from_env = _env_overrides(os.environ if environ is None else environ)
     if from_env:
         source = f"{source} + BATON_* environment"

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from structlog.typing import EventDict, WrappedLogger
 
 from baton._private import private_dir, private_opener
-from baton.errors import DiskFullFailure, StateFileError
+from baton.errors import DiskFullFailure, FileTooLargeFailure, StateFileError
 from baton.runtime import disk_writes
 from baton.runtime.disk_writes import append_whole
 from baton.runtime.logging import current_actor, redact_secrets
@@ -118,6 +118,7 @@ class TokenLog:
         self._written = 0
         self._closing = anyio.Event()  # the block ended: stop waiting for disk space
         self._unwritten = 0  # records given up on because the disk was full at the end
+        self._too_large = 0  # records given up on because a fresh file could not take them
         self._logger = structlog.wrap_logger(
             self._enqueue,
             # Its own wrapper, not the global one: a level filter an application configures
@@ -181,6 +182,13 @@ class TokenLog:
                     path=str(path),
                     records=token_log._unwritten,
                     reason="no disk space when the log closed",
+                )
+            if token_log._too_large:
+                log.error(
+                    "token_log.unwritten",
+                    path=str(path),
+                    records=token_log._too_large,
+                    reason="larger than a file may grow (ulimit -f)",
                 )
         finally:
             if token_log._file is not None:
@@ -269,6 +277,9 @@ class TokenLog:
             try:
                 await anyio.to_thread.run_sync(append_whole, self._file.fileno(), data, self.path)
                 break
+            except FileTooLargeFailure as exc:
+                await self._past_size_limit(exc, data)
+                return
             except DiskFullFailure as exc:
                 # The records wait here, in order, and go to disk once there is room: a full
                 # disk delays the log and loses none of it (README.md, "After a full disk or
@@ -285,6 +296,31 @@ class TokenLog:
         if attempt:
             log.info("token_log.disk_space_back", path=str(self.path))
         self._size += len(chunk)
+
+    async def _past_size_limit(self, error: FileTooLargeFailure, data: bytes) -> None:
+        """`data` did not fit: the file may not grow (`ulimit -f`, the filesystem's largest
+        file), and no wait changes that. So the log rotates now, and from now on before a
+        file reaches that size, and goes on in fresh files (README.md, "After a full disk or
+        a damaged file"); what even an empty file cannot take (one record larger than a
+        file may grow) is left out, counted, and said."""
+        lines = data.decode().split("\n")[:-1]
+        if self._size == 0 and (len(lines) == 1 or error.limit is None):
+            if not self._too_large:
+                log.error("token_log.file_too_large", path=str(self.path), error=str(error))
+            self._too_large += len(lines)
+            return
+        # Not past the file's size at the failure: a fresh file takes at least that much.
+        cap = error.limit if error.limit is not None else self._size
+        self._max_bytes = min(self._max_bytes, cap)
+        log.warning(
+            "token_log.rotated_at_size_limit",
+            path=str(self.path),
+            max_bytes=self._max_bytes,
+            error=str(error),
+        )
+        if self._size:
+            await self._rotate()
+        await self._append(lines)  # split into files of at most max_bytes
 
     async def _rotate(self) -> None:
         assert self._file is not None

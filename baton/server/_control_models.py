@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from baton.actors.messages import ScenarioState
+from baton.actors.scenario_damage import DamagedScenario
 from baton.runtime.context_status import ContextFill
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 
@@ -126,6 +127,11 @@ class StatusReport(_Body):
     scenarios: list[ScenarioState] = Field(description="every scenario the scheduler knows")
     pending_approvals: list[ScenarioState] = Field(description="scenarios awaiting approval")
     scenarios_error: str | None = Field(None, description="why scenarios could not be listed")
+    damaged_scenarios: list[DamagedScenario] = Field(
+        default_factory=list,
+        description="scenarios whose record under `.baton/scheduler/` cannot be read back "
+        "(refused until the file is moved aside): each with its file, the problem, the fix",
+    )
     dead_letters: int = Field(description="messages dead-lettered since start")
     token_log: str | None = Field(description="path of the token log")
     token_records: int = Field(description="token-log records written since start")

@@ -121,8 +121,9 @@ def render_scenario(state: ScenarioState) -> str:
 
 def render_status(report: StatusReport, workspace: str | None = None) -> str:
     """The `baton status` table: actors, scenarios, pending approvals (each with its
-    summary, design files and the commands that decide it), dead letters. `workspace` is
-    the `--workspace` the commands must carry (None or `.`: none)."""
+    summary, design files and the commands that decide it), scenarios whose record is
+    damaged (its file, what is wrong, what to do), dead letters. `workspace` is the
+    `--workspace` the commands must carry (None or `.`: none)."""
     lines = [f"runtime pid {report.pid} in {report.workspace}"]
     header = ["ACTOR", "TYPE", "STATE", "MAILBOX", "HANDLED", "FAILED", "RESTARTS", "CONTEXT"]
     rows = [header] + [
@@ -159,6 +160,13 @@ def render_status(report: StatusReport, workspace: str | None = None) -> str:
     for state in report.pending_approvals:
         lines.append(f"awaiting approval: {state.scenario} (iteration {state.iteration})")
         lines += pending_lines(state, workspace)
+    # Refused until moved aside: the only place besides the start's warning that says so.
+    for damaged in report.damaged_scenarios:
+        lines += [
+            f"damaged record: {damaged.scenario} (refused until the file is moved aside)",
+            f"  {damaged.path} {damaged.problem}",
+            f"  what to do: {damaged.fix}",
+        ]
     listed = " (`baton dead-letters` lists them)" if report.dead_letters else ""
     lines.append(f"dead letters: {report.dead_letters}{listed}")
     lines.append(f"token log: {report.token_log} ({report.token_records} records this run)")

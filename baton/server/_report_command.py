@@ -10,8 +10,7 @@ from pathlib import Path
 from baton._private import STATE_DIR, private_dir, private_opener
 from baton.actors.config import load_config
 from baton.actors.pricing import ModelPrice
-from baton.errors import StateFileError
-from baton.runtime.token_log import TOKEN_LOG
+from baton.server._log_location import checked_token_log
 from baton.server._report_data import load_report
 from baton.server._report_html import render
 
@@ -36,9 +35,7 @@ def write_report(
     with `prices` (default: the workspace's baton.toml `[prices]` over the package's).
     The page is written to a temporary file and renamed, so a reader never sees half a page.
     """
-    log = workspace / TOKEN_LOG
-    if log.is_dir():
-        raise StateFileError(log, "is a directory, not the token log", "move it aside")
+    log = checked_token_log(workspace)
     if prices is None:
         prices = load_config(workspace).price_table
     page = render(load_report(log, scenario, prices=prices))

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Mapping
-from itertools import accumulate
 
 import anyio
 import h11
@@ -25,15 +23,21 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from baton.errors import ControlRequestError
 from baton.runtime._error_wire import ErrorBody, ErrorDetail
 from baton.server._control_models import utf8_safe
+from baton.server._json_shape import json_shape
 
 MAX_JSON_DEPTH = 100
 """Arrays and objects nested deeper than this are refused before they are parsed: parsing and
 validating recurse once per level, and a few hundred levels exhaust the stack."""
 
-# Strings first, so brackets inside them do not count; then only the brackets are kept.
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_DEPTH_STEP = [1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256)]
+MAX_JSON_VALUES = 50_000
+"""A body holding more values (object keys included) than this is refused before it is
+parsed: each is an object built while the interpreter lock is held, so 8 MB of tiny values
+would stop every actor for most of a second (docs/architecture.md, "What a request body may
+cost")."""
+
+INLINE_CHECK_BYTES = 64 * 1024
+"""A body up to this size is checked on the event loop (well under a millisecond); a larger
+one on a worker thread, whose passes each hand the interpreter back."""
 
 
 def error_response(
@@ -53,15 +57,30 @@ def request_error(
     )
 
 
-def json_depth(body: bytes) -> int:
-    """How deeply the arrays and objects of the JSON text `body` nest (0 for a scalar).
-
-    Counted on the raw bytes, in C-speed passes: a body of megabytes costs milliseconds."""
-    opened = body.count(b"[") + body.count(b"{")
-    if opened <= 1:
-        return opened
-    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
+def body_problem(body: bytes) -> str | None:
+    """Why the JSON text `body` is refused before it is parsed (not UTF-8, too many values,
+    nested too deep), or None. Linear in its size; blocking for a large body, so the guard
+    runs it on a worker thread then."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (
+            f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at offset "
+            f"{exc.start}), so not JSON — send it encoded as UTF-8"
+        )
+    shape = json_shape(body, max_values=MAX_JSON_VALUES)
+    if shape.depth is None:
+        return (
+            f"the JSON body holds {shape.values:,} values and keys; at most "
+            f"{MAX_JSON_VALUES:,} are "
+            "accepted — put bulk data in a file in the workspace and send its path"
+        )
+    if shape.depth > MAX_JSON_DEPTH:
+        return (
+            f"the JSON body is nested {shape.depth} levels deep; at most {MAX_JSON_DEPTH} are "
+            "accepted — flatten it"
+        )
+    return None
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -85,7 +104,9 @@ class RequestGuard:
     - larger than `max_body_bytes` (by `Content-Length`, or once that much has arrived): 413;
     - not all there `timeout` seconds after the headers: 408, and the connection is closed;
     - sent without `Content-Type: application/json`: 415 (every body the API takes is JSON);
-    - not UTF-8, or JSON nested deeper than `MAX_JSON_DEPTH`: 422.
+    - not UTF-8, JSON holding more than `MAX_JSON_VALUES` values or nested deeper than
+      `MAX_JSON_DEPTH`: 422, judged in time linear in the body's size and, for a body over
+      `INLINE_CHECK_BYTES`, on a worker thread.
 
     The app then gets the body in one piece, and later `receive` calls (a disconnect) as sent.
     """
@@ -122,13 +143,13 @@ class RequestGuard:
             )
             await request_error(408, late, {"connection": "close"})(scope, receive, send)
             return
-        refusal = self._refusal(scope, bytes(body))
+        refusal = await self._refusal(scope, bytes(body))
         if refusal is not None:
             await refusal(scope, receive, send)
             return
         await self.app(scope, _replay(bytes(body), receive), send)
 
-    def _refusal(self, scope: Scope, body: bytes) -> JSONResponse | None:
+    async def _refusal(self, scope: Scope, body: bytes) -> JSONResponse | None:
         if not body:
             return None
         content_type = _header(scope, b"content-type")
@@ -139,22 +160,11 @@ class RequestGuard:
                 f"the body is sent {sent}; every body this API takes is JSON — send it with "
                 "`Content-Type: application/json`",
             )
-        try:
-            body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return request_error(
-                422,
-                f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at offset "
-                f"{exc.start}), so not JSON — send it encoded as UTF-8",
-            )
-        depth = json_depth(body)
-        if depth > MAX_JSON_DEPTH:
-            return request_error(
-                422,
-                f"the JSON body is nested {depth} levels deep; at most {MAX_JSON_DEPTH} are "
-                "accepted — flatten it",
-            )
-        return None
+        if len(body) <= INLINE_CHECK_BYTES:
+            problem = body_problem(body)
+        else:
+            problem = await anyio.to_thread.run_sync(body_problem, body)
+        return None if problem is None else request_error(422, problem)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = (

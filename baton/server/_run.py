@@ -7,7 +7,7 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -28,11 +28,18 @@ from baton.actors.messages import (
 from baton.actors.model_source import model_source_line
 from baton.actors.pipeline import AGENTS, Pipeline, open_pipeline
 from baton.actors.telemetry import open_telemetry
-from baton.errors import BatonError, CommandLineError, DiskFullFailure, NoSchedulerError
+from baton.errors import (
+    BatonError,
+    CommandLineError,
+    DiskFullFailure,
+    NoSchedulerError,
+    ScenarioFailure,
+)
 from baton.runtime.actor import Actor
 from baton.runtime.disk_writes import DISK_FULL_RETRY
 from baton.runtime.runtime import Runtime
 from baton.runtime.settings import redact_url
+from baton.server._heap import settle_heap
 from baton.server._live import RunView
 from baton.server._render import render_scenario
 from baton.server._workspace_claim import claim_workspace
@@ -136,6 +143,13 @@ async def _cancel_when_idle(
     scope.cancel()
 
 
+def failed_scenarios(states: Iterable[ScenarioState]) -> ScenarioFailure | None:
+    """What `baton run --exit-when-idle` exits with when a scenario it ran ended `failed`:
+    exit status 1, so a script or CI can tell (README.md, "What `baton run` shows")."""
+    failed = [state.scenario for state in states if state.phase == "failed"]
+    return ScenarioFailure(failed) if failed else None
+
+
 async def _start(
     runtime: Runtime,
     *,
@@ -215,6 +229,7 @@ async def _serve(
                     actors=actors,
                     out=out,
                 )
+                settle_heap()
                 if options.exit_when_idle:
                     serving.start_soon(
                         _cancel_when_idle, runtime, pipeline, serving.cancel_scope, out
@@ -246,3 +261,6 @@ async def run(options: RunOptions, out: TextIO) -> None:
                 await _serve(options, actors, stop, view)
         finally:
             watcher.cancel_scope.cancel()
+    failure = failed_scenarios(view.scenarios().values()) if options.exit_when_idle else None
+    if failure is not None:
+        raise failure

@@ -18,8 +18,8 @@ from typing import Any
 
 import anyio
 
-from baton.errors import StateFileError, UsageError
-from baton.runtime.token_log import TOKEN_LOG
+from baton.errors import UsageError
+from baton.server._log_location import checked_token_log
 from baton.server._render import render_record
 from baton.server._tail import follow_lines, read_lines, record_problem
 from baton.server._tail_filters import (
@@ -136,9 +136,7 @@ async def _history(files: list[Path]) -> AsyncGenerator[str, None]:
 
 async def tail(options: TailOptions, out: Print) -> None:
     """Print the token log of `options.workspace` as asked; endless with `follow`."""
-    path = options.workspace / TOKEN_LOG
-    if await anyio.Path(path).is_dir():
-        raise StateFileError(path, "is a directory, not the token log", "move it aside")
+    path = await anyio.to_thread.run_sync(checked_token_log, options.workspace)
     if options.event is not None:
         check_event(options.event)
     rotated = options.lines is not None or options.since is not None

@@ -22,6 +22,7 @@ from baton.actors.telemetry import open_telemetry
 from baton.errors import CommandLineError, UsageError
 from baton.runtime.runtime import Runtime
 from baton.runtime.settings import is_redis_url, redact_url
+from baton.server._heap import settle_heap
 from baton.server._run import command_line_config, watch_signals
 
 log = structlog.get_logger(__name__)
@@ -77,6 +78,7 @@ async def work(options: WorkerOptions, out: TextIO) -> None:
                 file=out,
                 flush=True,
             )
+            settle_heap()
             await stop.wait()
             log.info("worker.stopping", actors=list(roles))
         watcher.cancel_scope.cancel()

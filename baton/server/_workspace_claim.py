@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import anyio
 import structlog
 
 from baton._private import private_dir, private_opener
+from baton.actors.regular_files import read_regular
 from baton.errors import StateFileError, UsageError, WorkspaceBusyError
 
 log = structlog.get_logger(__name__)
@@ -39,11 +41,15 @@ class WorkspaceClaim:
     socket_path: Path
 
 
+_PID_BYTES = 64
+
+
 def read_pid(pid_file: Path) -> int | None:
     """The pid written in `pid_file`, or None if there is none or it is not a number."""
     try:
-        text = pid_file.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
+        # Only a regular file is read: a named pipe planted there would block the reader.
+        text = read_regular(pid_file, str(pid_file), _PID_BYTES).decode("ascii").strip()
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
         return None
     return int(text) if text.isdigit() else None
 
@@ -52,13 +58,19 @@ def _lock(pid_file: Path, workspace: Path) -> int:
     """Open and lock the pid file that is at `pid_file` now; the fd stays open to hold it."""
     for _ in range(5):
         try:
-            fd = private_opener(pid_file, os.O_RDWR | os.O_CREAT)
+            # O_NONBLOCK: a named pipe there must not make the open wait for a peer.
+            fd = private_opener(pid_file, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK)
         except IsADirectoryError:
             raise _directory(pid_file, "baton's pid file") from None
         except OSError as exc:
             raise StateFileError(
                 pid_file, f"cannot be opened ({exc.strerror or exc})", "check its permissions"
             ) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StateFileError(
+                pid_file, "is not a regular file", "move it aside, then start again"
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

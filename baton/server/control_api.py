@@ -73,6 +73,7 @@ from baton.server._control_models import (
     utf8_safe,
 )
 from baton.server._dead_letter_api import dead_letter_routes
+from baton.server._json_body import OffLoopJsonRoute, off_the_loop_if_large
 from baton.server._memory_api import memory_routes
 from baton.server._openapi import ANY_ROUTE, control_openapi
 from baton.server._request_limits import RequestGuard, error_response, request_error
@@ -130,8 +131,24 @@ def _reply_json(value: Any) -> Any:
     return utf8_safe(to_jsonable_python(value, fallback=repr))
 
 
-async def _build_message(runtime: Runtime, actor: str, request: MessageRequest) -> BaseModel:
-    message_class = await runtime.resolve_message_type(actor, request.type)
+def _parse_message_request(body: bytes) -> MessageRequest:
+    """The `{"type", "payload", "timeout"?}` body of a tell or an ask, parsed and validated as
+    FastAPI would (a `RequestValidationError` for what it would refuse)."""
+    if not body:
+        missing = {"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}
+        raise RequestValidationError([missing])
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise _InvalidJsonBody(exc) from None
+    try:
+        return MessageRequest.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in errors]) from None
+
+
+def _validate_payload(actor: str, request: MessageRequest, message_class: type[BaseModel]) -> Any:
     try:
         # Strict JSON validation, the rules the OpenAPI document gives for the payload: a
         # boolean is `true` or `false`, not `0`; a string is not a number.
@@ -145,6 +162,26 @@ async def _build_message(runtime: Runtime, actor: str, request: MessageRequest) 
         raise InvalidPayloadError(
             f"invalid payload for {request.type} (actor {actor!r}): {exc} — fix it and resend"
         ) from None
+
+
+async def _build_message(
+    runtime: Runtime, actor: str, http: Request
+) -> tuple[MessageRequest, BaseModel]:
+    body = await http.body()
+    request = await off_the_loop_if_large(len(body), lambda: _parse_message_request(body))
+    message_class = await runtime.resolve_message_type(actor, request.type)
+    message = await off_the_loop_if_large(
+        len(body), lambda: _validate_payload(actor, request, message_class)
+    )
+    return request, message
+
+
+class _InvalidJsonBody(Exception):
+    """A tell or ask body the JSON parser refused (answered 422 by `_install_error_handlers`)."""
+
+    def __init__(self, cause: ValueError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 def _parameter_problem(error: dict[str, Any]) -> str:
@@ -192,6 +229,14 @@ def _allowed_methods(app: FastAPI, scope: Scope) -> str:
     return ", ".join(allowed)
 
 
+def _not_json(request: Request, cause: BaseException) -> JSONResponse:
+    message = (
+        f"the body of {request.method} {request.url.path} is not valid JSON "
+        f"({type(cause).__name__}: {cause}) — see /openapi.json for the expected body"
+    )
+    return request_error(422, message)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     async def on_baton_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, BatonError)
@@ -219,18 +264,18 @@ def _install_error_handlers(app: FastAPI) -> None:
             )
         elif exc.status_code == 400 and exc.__cause__ is not None:
             # FastAPI could not parse the body (the guard lets through only UTF-8 JSON of a
-            # sane depth, so this is a parser's own refusal): an invalid body, named as such.
-            cause = exc.__cause__
-            message = (
-                f"the body of {request.method} {request.url.path} is not valid JSON "
-                f"({type(cause).__name__}: {cause}) — see /openapi.json for the expected body"
-            )
-            return request_error(422, message)
+            # sane shape, so this is a parser's own refusal): an invalid body, named as such.
+            return _not_json(request, exc.__cause__)
         else:
             message = f"{exc.detail} ({request.method} {request.url.path})"
         return request_error(exc.status_code, message, headers)
 
+    async def on_invalid_json(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, _InvalidJsonBody)
+        return _not_json(request, exc.cause)
+
     app.add_exception_handler(BatonError, on_baton_error)
+    app.add_exception_handler(_InvalidJsonBody, on_invalid_json)
     app.add_exception_handler(RequestValidationError, on_invalid_request)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
 
@@ -284,6 +329,7 @@ async def _status_report(runtime: Runtime) -> StatusReport:
             "scenarios": scenarios,
             "pending_approvals": [s for s in scenarios if s.phase == "awaiting_approval"],
             "scenarios_error": pipeline.error,
+            "damaged_scenarios": pipeline.damaged,
             "dead_letters": runtime.dead_letters.total,
             "token_log": str(token_path) if token_path else None,
             "token_records": runtime.token_log.written,
@@ -294,9 +340,9 @@ async def _status_report(runtime: Runtime) -> StatusReport:
 def _actor_routes(app: FastAPI, runtime: Runtime) -> None:
     # Described per actor, with the types each one takes (`baton.server._openapi`).
     @app.post("/actors/{name}/tell", response_model=Told, status_code=202, include_in_schema=False)
-    async def tell(name: str, request: MessageRequest) -> Told:
+    async def tell(name: str, http: Request) -> Told:
         """Queue a message for actor `name`; waits up to `timeout` for room in its mailbox."""
-        message = await _build_message(runtime, name, request)
+        request, message = await _build_message(runtime, name, http)
         timeout = request.timeout or DEFAULT_TELL_TIMEOUT
         local = next((a for a in runtime.status() if a.name == name), None)
         if local is not None and local.mailbox_depth < local.mailbox_capacity:
@@ -312,9 +358,9 @@ def _actor_routes(app: FastAPI, runtime: Runtime) -> None:
         raise MailboxStillFullError(name, capacity, timeout)
 
     @app.post("/actors/{name}/ask", response_model=AskReply, include_in_schema=False)
-    async def ask(name: str, request: MessageRequest) -> AskReply:
+    async def ask(name: str, http: Request) -> AskReply:
         """Send a message to actor `name` and wait up to `timeout` for its reply."""
-        message = await _build_message(runtime, name, request)
+        request, message = await _build_message(runtime, name, http)
         timeout = request.timeout or DEFAULT_ASK_TIMEOUT
         reply = await runtime.ask(name, message, timeout=timeout, sender="control")
         reply_type = type(reply).__name__ if isinstance(reply, BaseModel) else None
@@ -370,12 +416,13 @@ def create_control_app(
         ),
         responses=error_responses(*ANY_ROUTE),  # the rest per route
     )
+    app.router.route_class = OffLoopJsonRoute  # a large body is parsed on a worker thread
     _install_error_handlers(app)
     _process_routes(app, runtime, on_stop)
     dead_letter_routes(app, runtime)
     memory_routes(app, runtime)
     _actor_routes(app, runtime)
-    app.include_router(scenario_router(runtime))  # the pipeline's own routes
+    app.include_router(scenario_router(runtime, route_class=OffLoopJsonRoute))
     _token_routes(app, runtime, closing if closing is not None else anyio.Event())
     app.openapi = control_openapi(  # type: ignore[method-assign]
         app, runtime, undocumented=PIPELINE_PROTOCOL

@@ -346,3 +346,58 @@ async def test_a_report_that_is_a_pipe_or_a_second_link_is_refused_at_once(
     os.link(outside, report)
     with pytest.raises(InvalidArtifactError, match="2 hard links"):
         await store.read_report(LAYOUT.layer1_problems_report)
+
+
+async def test_artifact_paths_are_walked_through_links_that_stay_inside(tmp_path: Path) -> None:
+    """A report written and read through a link to another workspace folder lands in that
+    folder, and the store names the file it wrote."""
+    store = ArtifactStore(tmp_path)
+    (tmp_path / "runs").mkdir()
+    os.symlink("runs", tmp_path / "scenarios")
+    report = Layer1ProblemsReport.model_validate_json(SEED_REPORT)
+    written = await store.write(LAYOUT.layer1_problems_report, report)
+    assert tmp_path / "runs" / LAYOUT.layer1_problems_report.relative_to("scenarios") == written
+    assert report == await store.read_report(LAYOUT.layer1_problems_report)
+
+
+async def test_artifact_paths_through_a_link_leading_outside_are_refused(tmp_path: Path) -> None:
+    """Reading or writing through a link to a folder outside the workspace is refused with the
+    sandbox's reason, and nothing lands outside."""
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    (workspace / "scenarios").mkdir(parents=True)
+    outside.mkdir()
+    os.symlink(outside, workspace / "scenarios" / LAYOUT.scenario)
+    store = ArtifactStore(workspace)
+    summary = FailureSummary(
+        iteration=1, total_samples=1, passed_samples=1, failed_samples=0, success_rate=1.0
+    )
+    reason = "a symbolic link on this path leads outside the workspace"
+    with pytest.raises(SandboxViolationError, match=reason):
+        await store.write(LAYOUT.failure_summary, summary)
+    with pytest.raises(SandboxViolationError, match=reason):
+        await store.read_failure_summary(LAYOUT.failure_summary)
+    assert [] == os.listdir(outside)
+
+
+async def test_a_failed_artifact_write_removes_its_temp_file_from_the_folder_it_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the iteration folder is swapped for a link to outside mid-write and the write then
+    fails, the temp file is removed from the real folder, not looked for through the link."""
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    folder = workspace / LAYOUT.directory
+    folder.mkdir(parents=True)
+    outside.mkdir()
+
+    def swap_then_fail(fd: int) -> None:
+        folder.rename(tmp_path / "parked")
+        os.symlink(outside, folder)
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", swap_then_fail)
+    summary = FailureSummary(
+        iteration=1, total_samples=1, passed_samples=1, failed_samples=0, success_rate=1.0
+    )
+    with pytest.raises(OSError, match="Input/output error"):
+        await ArtifactStore(workspace).write(LAYOUT.failure_summary, summary)
+    assert ([], []) == (os.listdir(tmp_path / "parked"), os.listdir(outside))

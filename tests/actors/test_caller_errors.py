@@ -42,19 +42,37 @@ def restarts(rt: Runtime) -> dict[str, int]:
     return {s.name: s.restarts for s in rt.status()}
 
 
+def test_a_work_order_whose_budget_breaks_its_own_bounds_cannot_be_built() -> None:
+    """`Dispatch.budget` with `context_window = -5` or an unknown key is refused by the
+    message type itself, so every boundary that validates a message refuses it before it is
+    queued (the control API answers 422 for a tell as for an ask)."""
+    with pytest.raises(ValidationError) as refused:
+        Dispatch(
+            scenario="zz",
+            agent_context=AgentContext(task_summary="t"),
+            budget={"context_window": -5, "windw": 1},
+        )
+    problems = {(".".join(map(str, e["loc"])), e["type"]) for e in refused.value.errors()}
+    assert {
+        ("budget.context_window", "greater_than"),
+        ("budget.windw", "extra_forbidden"),
+    } == problems
+
+
 async def test_a_work_order_with_a_bad_budget_is_refused_without_a_restart(
     tmp_path: Path,
 ) -> None:
-    """`Dispatch.budget` with `context_window = -5`, asked once and told twice (the issue's
-    `baton tell init Dispatch ...`): a `ConfigError` naming `budget.context_window` for the
-    asker, the same reason on the two told ones' dead letters, no model call and no restart."""
+    """`Dispatch.budget` whose keys are each fine but which Init's own budget cannot take (a
+    threshold above its window), asked once and told twice: a `ConfigError` naming
+    `compact_threshold` for the asker, the same reason on the two told ones' dead letters, no
+    model call and no restart."""
     model = scripted([])
     async with Runtime.open(tmp_path) as rt:
         await spawn_init_beside_recorder(rt, model, FileJournalStore(tmp_path), [], [])
         order = Dispatch(
             scenario="zz",
             agent_context=AgentContext(task_summary="t"),
-            budget={"context_window": -5},
+            budget={"compact_threshold": 5_000_000},
         )
         await rt.tell("init", order)
         await rt.tell("init", order)
@@ -64,10 +82,10 @@ async def test_a_work_order_with_a_bad_budget_is_refused_without_a_restart(
         reasons = [letter.reason for letter in rt.dead_letters]
     message = str(refused.value)
     assert 1 == len(message.splitlines())
-    assert "budget.context_window: Input should be greater than 0" in message
+    assert "compact_threshold (5000000) must be below context_window" in message
     assert (0, 0, "running") == (init.restarts, init.failures, init.state)
     assert 2 == len(reasons)
-    assert all("budget.context_window" in reason for reason in reasons)
+    assert all("compact_threshold (5000000)" in reason for reason in reasons)
     assert [] == list(model.calls)
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import anyio
 import pytest
 
 from baton import Actor, Runtime
 from baton.actors.config import load_config, parse_config
 from baton.errors import ConfigError
+from tests.actors.test_offline_model import unblock
 
 
 class Idle(Actor):
@@ -160,3 +163,34 @@ def test_an_actors_value_that_is_not_a_table_is_a_config_error(tmp_path: Path, v
     (tmp_path / "baton.toml").write_text(f"actors = {value}\n")
     with pytest.raises(ConfigError, match="actors: "):
         load_config(tmp_path, environ={})
+
+
+def test_a_directory_for_baton_toml_is_an_error_naming_it(tmp_path: Path) -> None:
+    """A directory named baton.toml is not passed over as if there were no file."""
+    (tmp_path / "baton.toml").mkdir()
+    with pytest.raises(ConfigError) as raised:
+        load_config(tmp_path, environ={})
+    expected = f"{tmp_path / 'baton.toml'} is a directory, not a config file — move it aside"
+    assert expected == str(raised.value)
+
+
+async def test_a_named_pipe_for_baton_toml_is_refused_without_waiting(tmp_path: Path) -> None:
+    """A FIFO named baton.toml is refused within the deadline, naming it, never waited on."""
+    fifo = tmp_path / "baton.toml"
+    os.mkfifo(fifo)
+    try:
+        with anyio.fail_after(5), pytest.raises(ConfigError) as raised:
+            await anyio.to_thread.run_sync(
+                lambda: load_config(tmp_path, environ={}), abandon_on_cancel=True
+            )
+    finally:
+        unblock(fifo)
+    assert f"{fifo} is a named pipe, not a config file — move it aside" == str(raised.value)
+
+
+def test_a_config_nested_too_deep_is_a_config_error(tmp_path: Path) -> None:
+    """Arrays nested past the TOML parser's stack are a ConfigError naming the file."""
+    (tmp_path / "baton.toml").write_text("x = " + "[" * 2000 + "]" * 2000 + "\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(tmp_path, environ={})
+    assert f"{tmp_path / 'baton.toml'} nests arrays or tables too deep" in str(raised.value)

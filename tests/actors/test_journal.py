@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
+from baton import Runtime
+from baton.actors.agent import AgentActor
+from baton.actors.agent_setup import AgentSetup
 from baton.actors.journal import FileJournalStore, MemoryJournalStore, decode_line, encode_line
+from baton.actors.messages import Prompt
+from baton.actors.scripted_model import ScriptedModel
 from baton.errors import JournalCorruptError, UsageError
+from tests.actors.test_agent import config, scripted
 
 
 async def test_records_read_back_in_append_order(tmp_path: Path) -> None:
@@ -94,3 +102,94 @@ async def test_local_stores_are_sole_owners(tmp_path: Path) -> None:
             await store.append("a", "c", {"n": 1})
         await store.append("a", "c", {"n": 2})
         assert 2 == await store.length("a", "c")
+
+
+def setup_of(workspace: Path, model: ScriptedModel, token_log: Any) -> AgentSetup:
+    """A plain agent journaling to the workspace's files."""
+    return AgentSetup(
+        role="execute",
+        config=config(),
+        model=model,
+        system_prompt="You are a test agent.",
+        journal=FileJournalStore(workspace),
+        token_log=token_log,
+    )
+
+
+async def test_a_removed_line_names_the_journal_actor_conversation_and_line(
+    tmp_path: Path,
+) -> None:
+    """A journal with a step line removed fails the agent's next round with one message that
+    names the file, the actor, the conversation and the line, and says to move it aside."""
+    model = scripted(["First answer.", "Second answer."], actor="agent")
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("agent", AgentActor, setup_of(tmp_path, model, rt.token_log))
+        for text in ("one", "two"):
+            await rt.ask("agent", Prompt(text=text))
+    path = FileJournalStore(tmp_path).path("agent", "main")
+    lines = path.read_bytes().splitlines(keepends=True)
+    kinds = [str((decode_line(line) or {}).get("type")) for line in lines]
+    damaged = lines[: kinds.index("step")] + lines[kinds.index("step") + 1 :]
+    path.write_bytes(b"".join(damaged))
+    second_step = kinds.index("step", kinds.index("step") + 1)  # now one line earlier
+    async with Runtime.open(tmp_path) as rt:
+        with pytest.raises(JournalCorruptError) as failed:
+            # The agent reads its conversations as it starts: the damage stops it there.
+            await rt.spawn("agent", AgentActor, setup_of(tmp_path, model, rt.token_log))
+    error = failed.value
+    assert (str(path), "agent", "main", second_step) == (
+        error.path,
+        error.actor,
+        error.conversation,
+        error.line,
+    )
+    assert str(error).startswith(
+        f"journal {path} (actor 'agent', conversation 'main') is damaged at line "
+        f"{second_step}: step 1 out of order: expected 0 — move it aside "
+        f"(e.g. `mv {path} {path}.damaged`)"
+    )
+
+
+async def test_a_damaged_line_names_the_actor_the_conversation_and_what_is_wrong(
+    tmp_path: Path,
+) -> None:
+    """A line whose checksum no longer matches, or that is no JSON object, is reported with
+    the actor, the conversation, what is wrong with the line and the fix."""
+    store = FileJournalStore(tmp_path)
+    for n in range(3):
+        await store.append("init", "c1", {"n": n})
+    path = store.path("init", "c1")
+    lines = path.read_bytes().splitlines(keepends=True)
+    changed = lines[1].replace(b'"n":1', b'"n":7')
+    path.write_bytes(b"".join([lines[0], changed, lines[2]]))
+    with pytest.raises(JournalCorruptError) as checksum:
+        await store.read("init", "c1")
+    path.write_bytes(b"".join([lines[0], encode_line({"n": 1})[:9] + b"[1]\n", lines[2]]))
+    with pytest.raises(JournalCorruptError) as prefix:
+        await store.read("init", "c1")
+    assert str(checksum.value).startswith(
+        f"journal {path} (actor 'init', conversation 'c1') is damaged at line 2: the line's "
+        "CRC-32 does not match its content"
+    )
+    assert "it is not the last line, so not a write a crash tore" in str(checksum.value)
+    assert f"move it aside (e.g. `mv {path} {path}.damaged`)" in str(checksum.value)
+    assert "damaged at line 2: the line's CRC-32 does not match" in str(prefix.value)
+
+
+async def test_a_torn_last_line_is_logged_with_the_actor_and_conversation(
+    tmp_path: Path,
+) -> None:
+    """The warning for a dropped torn last line names the actor and the conversation too."""
+    store = FileJournalStore(tmp_path)
+    await store.append("init", "c1", {"n": 1})
+    path = store.path("init", "c1")
+    path.write_bytes(path.read_bytes() + encode_line({"n": 2})[:-3])
+    with capture_logs() as logs:
+        await store.read("init", "c1")
+    (warning,) = [e for e in logs if e["event"] == "journal.torn_line_dropped"]
+    assert ("init", "c1", 2, str(path)) == (
+        warning["actor"],
+        warning["conversation"],
+        warning["line"],
+        warning["path"],
+    )

@@ -132,6 +132,44 @@ def test_a_damaged_line_before_the_last_names_the_file_and_line(tmp_path: Path) 
     assert f"recording {path} line 2 is not a recorded reply (not JSON)" in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("response", "problem"),
+    [
+        ({"content": "hello"}, "response.content must be a list of blocks"),
+        ({"content": [TOOL_USE | {"id": 7}]}, "response.content.0 needs string `id` and `name`"),
+        ({"content": [{"type": "image"}]}, "response.content.0.type must be text, tool_use, "),
+    ],
+)
+def test_a_recorded_reply_of_the_wrong_shape_names_the_file_and_line(
+    tmp_path: Path, response: dict[str, Any], problem: str
+) -> None:
+    """A line whose reply is not a valid response (content not a list of blocks, a bad
+    block) is a RecordingFileError naming the line when the file is read, not a TypeError."""
+    path = tmp_path / RECORDING_FILE
+    append_reply(path, line(0, "a"))
+    bad = line(1, "b").model_dump(mode="json")
+    bad["response"] |= response
+    path.write_bytes(path.read_bytes() + json.dumps(bad).encode() + b"\n")
+    with pytest.raises(RecordingFileError) as raised:
+        Recording.load(path)
+    assert str(raised.value).startswith(f"recording {path} line 2 is not a recorded reply (")
+    assert problem in str(raised.value)
+
+
+def test_a_recording_line_nested_too_deep_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """A line of 100,000 nested arrays is a RecordingFileError naming the line, never the
+    parser's RecursionError."""
+    path = tmp_path / RECORDING_FILE
+    append_reply(path, line(0, "a"))
+    path.write_bytes(path.read_bytes() + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    with pytest.raises(RecordingFileError) as raised:
+        Recording.load(path)
+    assert (
+        f"recording {path} line 2 is not a recorded reply (arrays and objects nest more than "
+        "100 levels deep)"
+    ) in str(raised.value)
+
+
 async def test_the_recording_client_stores_scenario_replies_whole_and_nothing_else(
     tmp_path: Path,
 ) -> None:

@@ -3,6 +3,7 @@ exclude, renew, expire and release, and appends fenced by the lease."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -12,8 +13,11 @@ from anyio.lowlevel import checkpoint
 from redis.asyncio import Redis
 from structlog.testing import capture_logs
 
+from baton.actors._agent_state import ConversationBook, load_state
 from baton.actors.redis_journal import RedisJournalStore
+from baton.context.strategy import ContextBudget
 from baton.errors import JournalCorruptError, LeaseLostError, UsageError
+from tests.actors.test_agent import config
 
 JOURNAL = "baton:journal:init:c1"
 LEASE = "baton:lease:init:c1"
@@ -277,14 +281,43 @@ async def test_a_cancelled_wait_leaves_the_other_lease_alone(client: Redis, stor
 async def test_a_damaged_element_is_reported_with_its_position(
     client: Redis, stores: Stores
 ) -> None:
-    """A list element that is not a JSON object raises JournalCorruptError naming it."""
+    """A list element that is not a JSON object raises JournalCorruptError naming the key,
+    the actor, the conversation, the element and how to set the key aside."""
     store = stores("a")
     await client.rpush(JOURNAL, '{"n":1}', "[1,2]", '{"n":3}')
-    with pytest.raises(JournalCorruptError, match=r"redis baton:journal:init:c1 .* line 2"):
+    with pytest.raises(JournalCorruptError) as not_an_object:
         await store.read("init", "c1")
     await client.lset(JOURNAL, 1, "not json")
-    with pytest.raises(JournalCorruptError, match="line 2"):
+    with pytest.raises(JournalCorruptError) as not_json:
         await store.read("init", "c1")
+    assert (
+        f"journal redis key {JOURNAL} (actor 'init', conversation 'c1') is damaged at line 2: "
+        f"the element is not a JSON object — rename the key aside (e.g. `redis-cli RENAME "
+        f"{JOURNAL} {JOURNAL}.damaged`) so that conversation starts afresh, or restore it "
+        "from a backup"
+    ) == str(not_an_object.value)
+    assert "is damaged at line 2: the element is not JSON — " in str(not_json.value)
+
+
+async def test_a_record_out_of_order_names_the_key(client: Redis, stores: Stores) -> None:
+    """A conversation whose step record does not follow (one was removed) fails to load with
+    the Redis key, the actor, the conversation and the element that does not fit."""
+    store = stores("a")
+    round_ = {"type": "round", "round": 0, "text": "hi"}
+    step = {"type": "step", "step": {"seq": 1, "content": [{"type": "text", "text": "x"}]}}
+    await client.rpush(JOURNAL, json.dumps(round_), json.dumps(step))
+    budget = ContextBudget.model_validate(config(), from_attributes=True)
+    book = ConversationBook(
+        journal=store,
+        owner=lambda: "init",
+        load=lambda c, records: load_state(c, records, lambda _: None, budget),  # type: ignore[arg-type,return-value]
+    )
+    with pytest.raises(JournalCorruptError) as failed:
+        await book.get("c1")
+    assert str(failed.value).startswith(
+        f"journal redis key {JOURNAL} (actor 'init', conversation 'c1') is damaged at line 2: "
+        "step 1 out of order: expected 0 — rename the key aside"
+    )
 
 
 async def test_a_record_that_is_not_json_writes_nothing(stores: Stores) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from baton import Runtime
 from baton.actors.artifacts import FailureSummary, Layer1ProblemsReport, Sample
@@ -23,6 +26,7 @@ from baton.actors.messages import (
 from baton.actors.pipeline import open_pipeline
 from baton.actors.scheduler import MAX_NUDGES
 from baton.context.packages import InitToExecuteContext
+from baton.errors import ConfigError
 from baton.testing import read_token_log
 
 NAME = "mini"
@@ -151,6 +155,12 @@ def make_scenario(
         f'requirement = "请假申请"\nauto_approve = {str(auto_approve).lower()}\n'
         f'offline_script = "script.json"\n[policy]\nmax_iterations = {max_iterations}\n'
     )
+
+
+def unblock(fifo: Path) -> None:
+    """Open `fifo` for writing and close it: a reader blocked on it (the bug) goes on."""
+    with contextlib.suppress(OSError):  # ENXIO: no reader waits on it
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
 
 
 async def state_of(rt: Runtime) -> ScenarioState:
@@ -331,3 +341,34 @@ async def test_a_resubmitted_ended_scenario_runs_afresh(tmp_path: Path) -> None:
         assert {NAME, f"{NAME}@2"} <= set(await journal.conversations(actor))
         rounds = [r for r in await journal.read(actor, f"{NAME}@2") if r["type"] == "round"]
         assert 1 == len(rounds)
+
+
+async def test_a_scenario_toml_that_is_a_directory_or_a_pipe_is_named_as_such(
+    tmp_path: Path,
+) -> None:
+    """Submitting a scenario whose `scenario.toml` is a directory, or a named pipe, is
+    refused at once with a message saying what is there (not "does not exist"), also when
+    a requirement is given; the pipe is never opened to wait for a writer."""
+    for name in ("folder", "piped"):
+        (tmp_path / "scenarios" / name).mkdir(parents=True)
+    folder = tmp_path / "scenarios" / "folder" / "scenario.toml"
+    folder.mkdir()
+    pipe = tmp_path / "scenarios" / "piped" / "scenario.toml"
+    os.mkfifo(pipe)
+    try:
+        with anyio.fail_after(10):
+            async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+                refusals = []
+                for name, requirement in [("folder", None), ("folder", "r"), ("piped", "r")]:
+                    with pytest.raises(ConfigError) as refused:
+                        await rt.ask(
+                            "scheduler", StartScenario(scenario=name, requirement=requirement)
+                        )
+                    refusals.append(str(refused.value))
+    finally:
+        unblock(pipe)
+    assert [True, True, True] == [
+        refusals[0].startswith(f"{folder} is a directory"),
+        refusals[1].startswith(f"{folder} is a directory"),
+        refusals[2].startswith(f"{pipe} is a named pipe"),
+    ]

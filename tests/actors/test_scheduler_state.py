@@ -3,6 +3,7 @@ handoff ids that stay unique when an agent's journal is lost."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import anyio
@@ -12,6 +13,7 @@ from structlog.testing import capture_logs
 from baton import Actor, Runtime, handler
 from baton.actors.journal import FileJournalStore
 from baton.actors.messages import (
+    Approve,
     Dispatch,
     HandoffDelivered,
     Reject,
@@ -21,10 +23,11 @@ from baton.actors.messages import (
 )
 from baton.actors.pipeline import open_pipeline
 from baton.actors.roles import agent_setup
+from baton.actors.scenario_damage import DamagedQuery
 from baton.actors.scheduler import SchedulerActor
 from baton.actors.scripted_model import Script, ScriptedModel
 from baton.context.packages import InitToExecuteContext
-from baton.errors import StateFileError
+from baton.errors import DamagedScenarioError, StateFileError
 from tests.actors.test_agent import config
 from tests.actors.test_scheduler import (
     DESIGN,
@@ -33,6 +36,7 @@ from tests.actors.test_scheduler import (
     iteration_turns,
     make_scenario,
     state_of,
+    unblock,
     wait_for_phase,
 )
 
@@ -154,3 +158,50 @@ async def test_a_damaged_scheduler_state_file_is_one_line_and_the_rest_work(
     assert f"move it aside (e.g. `mv {broken} {broken}.damaged`)" in warning
     assert 1 == len(warning.splitlines())
     assert ("awaiting_approval", True) == (good.phase, afresh.started)
+
+
+async def test_deciding_a_scenario_whose_record_is_damaged_names_the_file(
+    tmp_path: Path,
+) -> None:
+    """Approve and reject of a scenario whose record is damaged raise the error naming the
+    file, what is wrong and what to do (not "submit it first"), with no dead letter;
+    `DamagedQuery` lists it until the file is moved aside."""
+    make_scenario(tmp_path, init=[], execute=[])
+    broken = tmp_path / ".baton" / "scheduler" / "broken.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"{not json")
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        with pytest.raises(DamagedScenarioError) as approved:
+            await rt.ask("scheduler", Approve(scenario="broken"))
+        with pytest.raises(DamagedScenarioError) as rejected:
+            await rt.ask("scheduler", Reject(scenario="broken", reason="no"))
+        listed = await rt.ask("scheduler", DamagedQuery())
+        broken.rename(broken.with_suffix(".json.damaged"))
+        after = await rt.ask("scheduler", DamagedQuery())
+        dead_letters = rt.dead_letters.total
+    for refused in (approved.value, rejected.value):
+        assert str(refused).startswith(f"{broken} is not JSON (")
+        assert f"move it aside (e.g. `mv {broken} {broken}.damaged`)" in str(refused)
+    [damaged] = listed
+    assert ("broken", str(broken)) == (damaged.scenario, damaged.path)
+    assert damaged.problem.startswith("is not JSON (")
+    assert damaged.fix.startswith(f"move it aside (e.g. `mv {broken} {broken}.damaged`)")
+    assert ([], 0) == (after, dead_letters)
+
+
+async def test_a_named_pipe_for_a_record_is_refused_without_waiting(tmp_path: Path) -> None:
+    """A named pipe at `.baton/scheduler/<name>.json` is never opened to wait: the Scheduler
+    starts and refuses that scenario, saying the file is a named pipe."""
+    make_scenario(tmp_path, init=[], execute=[])
+    fifo = tmp_path / ".baton" / "scheduler" / "piped.json"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    try:
+        with anyio.fail_after(10):
+            async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}) as pipeline:
+                with pytest.raises(DamagedScenarioError) as refused:
+                    await rt.ask("scheduler", ScenarioQuery(scenario="piped"))
+    finally:
+        unblock(fifo)
+    assert str(refused.value).startswith(f"{fifo} is not a regular file but a named pipe")
+    assert [str(refused.value)] == pipeline.warnings

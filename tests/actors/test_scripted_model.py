@@ -25,6 +25,7 @@ from baton.errors import (
     ContextOverflowError,
     InvalidRequestError,
     ScriptExhaustedError,
+    ScriptFileError,
 )
 
 SYSTEM = "You are the Execute agent. Follow the design files exactly. " * 60  # ~1,200 tokens
@@ -336,6 +337,58 @@ def test_a_broken_script_file_is_a_config_error(tmp_path: Path) -> None:
     path.write_text('{"actors": {"execute": [{"tool_use": {"name": "no spaces allowed"}}]}}')
     with pytest.raises(ConfigError, match=r"bad\.json"):
         Script.from_file(path)
+
+
+def test_a_script_that_does_not_validate_names_the_actor_and_turn(tmp_path: Path) -> None:
+    """Each problem (three at most) is located by actor and turn, in one line."""
+    path = tmp_path / "script.json"
+    script = {"actors": {"init": ["ok", {"text": ""}], "execute": {"turns": [{"tool_use": 5}]}}}
+    path.write_text(json.dumps(script), encoding="utf-8")
+    with pytest.raises(ScriptFileError) as raised:
+        Script.from_file(path)
+    message = str(raised.value)
+    assert 1 == len(message.splitlines())
+    assert message.startswith(
+        f"cannot load model script {path}: actor 'init' turn 1: content.0.text: String should "
+        "have at least 1 character (got \"\"); actor 'execute' turn 0: content.0: "
+    )
+
+
+@pytest.mark.parametrize(
+    ("suffix", "text", "where"),
+    [
+        # Measured before parsing: the parser would recurse 100,000 times.
+        (".json", '{"actors": {\n"init": [\n' + "[" * 100_000 + "]" * 100_000 + "]}}", "line 3"),
+        # Parsed (the TOML parser copes with 150 levels), then measured.
+        (
+            ".toml",
+            "[[actors.init]]\ntext = 'x'\n[[actors.init]]\ntool_use = { name = 'R', "
+            "input = { a = " + "[" * 150 + "]" * 150 + " } }\n",
+            "actor 'init' turn 1: tool_use",
+        ),
+        # Past what the TOML parser's stack holds.
+        (".toml", "[actors]\ninit = " + "[" * 2000 + "]" * 2000 + "\n", "arrays"),
+    ],
+)
+def test_a_script_nested_too_deep_is_refused_naming_where(
+    tmp_path: Path, suffix: str, text: str, where: str
+) -> None:
+    """Arrays nested past the bound are one ScriptFileError naming the file and the line
+    (JSON) or the actor and turn (TOML), never a RecursionError."""
+    path = tmp_path / f"script{suffix}"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ScriptFileError) as raised:
+        Script.from_file(path)
+    assert str(raised.value).startswith(f"cannot load model script {path}: {where}")
+    assert "nest more than 100 levels deep" in str(raised.value)
+
+
+def test_a_directory_for_a_script_is_named_as_one(tmp_path: Path) -> None:
+    """A directory at the script's path is refused in words that say so."""
+    (tmp_path / "script.json").mkdir()
+    with pytest.raises(ScriptFileError) as raised:
+        Script.from_file(tmp_path / "script.json")
+    assert f"{tmp_path / 'script.json'}: is a directory, not a script file" in str(raised.value)
 
 
 async def test_invalid_payloads_and_overlong_prompts_fail_like_the_api() -> None:

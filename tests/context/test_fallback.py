@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from ctx_factories import tool_step
+from hypothesis import given
+from hypothesis import strategies as st
 
 from baton.context.conversation import Conversation
-from baton.context.fallback import extract, fallback_summary
-from baton.context.summary_format import ExecuteSummary, InitSummary, summary_json
+from baton.context.fallback import _ids, extract, fallback_summary
+from baton.context.summary_format import (
+    SUMMARY_TAG,
+    ExecuteSummary,
+    InitSummary,
+    extract_json_object,
+    summary_json,
+)
+from baton.errors import SummaryFailure
 
 
 def test_extraction_finds_paths_ids_and_pending_items() -> None:
@@ -71,3 +83,30 @@ def test_an_unparsable_previous_summary_still_yields_a_valid_one() -> None:
     summary = fallback_summary(InitSummary, conversation, reason="invalid")
     assert "scenarios/y/design.md" in summary.key_paths.values()
     assert [] == summary.analysis_conclusions
+
+
+# The single pattern the id words were found with before; the scan that replaced it (linear
+# in the text) must find the same ones.
+_ONE_PATTERN = re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*[_-][0-9]+[A-Za-z0-9]*)\b")
+
+
+@given(st.text(alphabet="aZx19_-. é\n", max_size=60))
+def test_id_words_are_the_ones_the_single_pattern_found(text: str) -> None:
+    """Words joined by `_` or `-`, from a letter to a last part that starts with a digit, cut
+    at word boundaries (a glued `é` included), as the one regular expression found them."""
+    assert _ONE_PATTERN.findall(text) == _ids(text)
+
+
+@pytest.mark.timeout(10)
+def test_texts_that_made_the_patterns_backtrack_are_scanned_in_one_pass() -> None:
+    """200 KB of `a-a-…` (no digit part), of `a.a.…` before a URL, of opening fences and
+    summary tags: each scanned in time linear in its size (the id pattern once took 20 s for
+    40 KB, the URL pattern 1.4 s), with what they hold still found."""
+    found = extract(["a-" * 100_000 + " order-77", "a." * 100_000 + "x://host/p see b/c.md"])
+    assert (["order-77"], ["b/c.md"]) == (found.ids, found.paths)  # the URL taken out whole
+    fences = "```{" * 50_000
+    tags = f"<{SUMMARY_TAG}>" * 50_000
+    for text in (fences, tags):
+        with pytest.raises(SummaryFailure):
+            extract_json_object(text)
+    assert {"a": 1} == extract_json_object(tags + '{"a": 1}' + f"</{SUMMARY_TAG}>")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio import wait_all_tasks_blocked
@@ -14,7 +16,7 @@ from pydantic import BaseModel
 from baton.mailboxes import Envelope
 from baton.mailboxes._group_commit import GroupCommit
 from baton.mailboxes.codec import EnvelopeCodec
-from baton.mailboxes.sqlite import SqliteMailbox, SqliteStore
+from baton.mailboxes.sqlite import LARGE_BODY, SqliteMailbox, SqliteStore
 
 
 class Ping(BaseModel):
@@ -221,3 +223,36 @@ async def test_a_full_database_fails_the_batch_and_the_mark_stays_true(tmp_path:
         marked = int(path.with_suffix(".mark").read_text().split()[3])
         assert stored == marked
         assert 400 - len(failures) == stored
+
+
+class Text(BaseModel):
+    text: str
+
+
+async def test_a_large_envelope_is_written_and_acked_off_the_event_loop(tmp_path: Path) -> None:
+    """An envelope stored as more than 64 KiB is inserted and acked by a batch committed on
+    the worker thread (copying it into the -wal would hold every actor); a small one, and the
+    take between, on the event loop."""
+    threads: dict[str, set[int]] = {}
+    loop_thread = threading.get_ident()
+
+    async with SqliteStore.open(tmp_path / "big.sqlite3") as store:
+        for name in ("insert", "take", "ack"):
+            original = getattr(store, name)
+
+            def recording(*args: object, _name: str = name, _fn: Any = original) -> Any:
+                threads.setdefault(_name, set()).add(threading.get_ident())
+                return _fn(*args)
+
+            setattr(store, name, recording)
+        box = SqliteMailbox("box", store, EnvelopeCodec({"Text": Text}), capacity=8)
+        await box.send(Envelope("box", Text(text="x" * (LARGE_BODY + 1))))
+        delivery = await box.receive()
+        await box.ack(delivery)
+        large = {name: loop_thread in ids for name, ids in threads.items()}
+        threads.clear()
+        await box.send(Envelope("box", Text(text="small")))
+        await box.ack(await box.receive())
+        small = {name: loop_thread in ids for name, ids in threads.items()}
+    assert {"insert": False, "take": True, "ack": False} == large
+    assert {"insert": True, "take": True, "ack": True} == small

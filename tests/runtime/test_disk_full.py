@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -97,17 +98,19 @@ async def test_a_full_disk_refuses_new_work_keeps_the_queue_and_resumes(tmp_path
 
 
 class Writer(Actor):
-    """Fails for space `full` times (as a journal append would), then handles the job."""
+    """Fails for space (`code`) `full` times (as a journal append would), then handles the
+    job."""
 
-    def __init__(self, full: list[int], handled: list[tuple[int, int]]) -> None:
+    def __init__(self, full: list[int], handled: list[tuple[int, int]], code: int) -> None:
         self.full = full
         self.handled = handled
+        self.code = code
 
     @handler
     async def job(self, msg: Job) -> str:
         if self.full[0] > 0:
             self.full[0] -= 1
-            raise OSError(errno.ENOSPC, "No space left on device", "journal.jsonl")
+            raise OSError(self.code, os.strerror(self.code), "journal.jsonl")
         assert self.actor_envelope is not None
         self.handled.append((msg.n, self.actor_envelope.attempt))
         return "done"
@@ -117,23 +120,32 @@ async def no_sleep(_: float) -> None:
     await anyio.lowlevel.checkpoint()
 
 
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        (errno.ENOSPC, "no space left to write journal.jsonl"),
+        (errno.EDQUOT, "disk quota exceeded writing journal.jsonl"),
+    ],
+    ids=["ENOSPC", "EDQUOT"],
+)
 async def test_a_handler_that_finds_no_room_waits_without_spending_attempts(
-    tmp_path: Path,
+    code: int, said: str
 ) -> None:
-    """A handler failing for space 5 times (more than max_attempts) is retried, as the same
-    attempt and without restarts, until it succeeds; an asker hears DiskFullFailure at once."""
+    """A handler failing for space (a full disk, or a used-up quota) 5 times, more than
+    max_attempts, is retried, as the same attempt and without restarts, until it succeeds;
+    an asker hears DiskFullFailure at once, in the words of what ran out."""
     full = [5]
     handled: list[tuple[int, int]] = []
     policy = SupervisorPolicy(max_attempts=3, max_restarts=1, sleep=no_sleep)
     async with Runtime.open(policy=policy) as rt:
-        await rt.spawn("writer", Writer, full, handled)
+        await rt.spawn("writer", Writer, full, handled, code)
         with pytest.raises(DiskFullFailure) as asked:
             await rt.ask("writer", Job(n=1), timeout=5)
         with anyio.fail_after(5):
             while not handled:
                 await anyio.wait_all_tasks_blocked()
         (status,) = rt.status()
-    assert "journal.jsonl" in str(asked.value)
+    assert str(asked.value).startswith(said)
     assert ([(1, 1)], 0, 0, "running", None) == (
         handled,
         status.restarts,
@@ -202,7 +214,7 @@ _FSIZE_SCRIPT = textwrap.dedent(
     import anyio, json, resource, sys
     from pathlib import Path
     from baton.actors.journal import FileJournalStore
-    from baton.errors import DiskFullFailure
+    from baton.errors import FileTooLargeFailure
 
     async def main(root: Path) -> None:
         journal = FileJournalStore(root)
@@ -213,7 +225,7 @@ _FSIZE_SCRIPT = textwrap.dedent(
         try:
             await journal.append("init", "c1", {"step": 2, "text": "b" * 200})
             refused = None
-        except DiskFullFailure as exc:
+        except FileTooLargeFailure as exc:
             refused = str(exc)
         after = journal.path("init", "c1").stat().st_size
         resource.setrlimit(resource.RLIMIT_FSIZE, limit)
@@ -226,10 +238,11 @@ _FSIZE_SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_journal_append_that_finds_no_room_leaves_no_torn_line(tmp_path: Path) -> None:
-    """Under RLIMIT_FSIZE (a file that may not grow: EFBIG), a journal append raises
-    DiskFullFailure naming the journal and leaves the file as it was; the same append once
-    there is room makes a journal that reads back whole."""
+def test_a_journal_append_past_the_file_size_limit_leaves_no_torn_line(tmp_path: Path) -> None:
+    """Under RLIMIT_FSIZE (a file that may not grow: EFBIG, not a full disk), a journal
+    append raises FileTooLargeFailure naming the journal and the limit, and leaves the file
+    as it was; the same append once the limit is raised makes a journal that reads back
+    whole."""
     result = subprocess.run(
         [sys.executable, "-c", _FSIZE_SCRIPT, str(tmp_path)],
         capture_output=True,
@@ -239,4 +252,5 @@ def test_a_journal_append_that_finds_no_room_leaves_no_torn_line(tmp_path: Path)
     )
     outcome = json.loads(result.stdout)
     assert (True, [1, 2]) == (outcome["kept"], outcome["steps"])
-    assert "c1.jsonl" in outcome["refused"]
+    said = "c1.jsonl cannot grow (File too large): this process may write files of at most"
+    assert said in outcome["refused"]

@@ -23,11 +23,13 @@ from baton.errors import (
     NoRuntimeError,
     NoSchedulerError,
     RemoteFailure,
+    StateFileError,
     UsageError,
     WorkspaceBusyError,
 )
 from baton.runtime import Runtime
 from baton.server import ControlServer
+from baton.server._workspace_claim import claim_workspace
 
 
 @asynccontextmanager
@@ -218,3 +220,17 @@ async def test_a_lone_surrogate_is_refused_by_the_client_naming_the_field(tmp_pa
     assert "the Hello payload is not valid Unicode at 'name'" in str(in_payload.value)
     assert "lone surrogate" in str(in_name.value)
     assert {"text": "hi b"} == reply
+
+
+async def test_a_pid_file_that_is_a_named_pipe_is_refused_at_once(tmp_path: Path) -> None:
+    """A named pipe where the pid file belongs is never read nor written as one (reading it
+    would wait for a writer for ever): the start is refused at once, naming it."""
+    control = tmp_path / ".baton"
+    control.mkdir()
+    os.mkfifo(control / "baton.pid")
+    with anyio.fail_after(10), pytest.raises(StateFileError) as refused:
+        async with claim_workspace(tmp_path):
+            pass
+    assert (
+        f"{control / 'baton.pid'} is not a regular file — move it aside, then start again"
+    ) in str(refused.value)

@@ -1,7 +1,8 @@
 """Against a real runtime (the pipeline on the offline model, a user's actor, the control
 server on its socket) driven by the `baton` CLI: refused requests are one-line errors and
 never dead letters; `baton dead-letters` lists what was given up on; `baton show` and
-`baton status` show a pending handoff with its design files and the commands."""
+`baton status` show a pending handoff with its design files and the commands; a damaged
+scenario record is named by every command that touches it and listed by `baton status`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 import structlog
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -24,7 +26,7 @@ from baton.actors.scenario import PendingHandoff, ScenarioConfig, ScenarioRecord
 from baton.context.packages import InitToExecuteContext
 from baton.errors import UsageError
 from baton.runtime import Runtime
-from baton.server import ControlServer
+from baton.server import ControlServer, create_control_app
 from baton.server._approvals import decide_commands
 from baton.server.cli import main
 
@@ -246,3 +248,65 @@ def test_the_commands_name_the_workspace_only_when_one_was_given() -> None:
         "baton approve leave --workspace 'work/my ws'",
         "baton reject leave --reason \"...\" --workspace 'work/my ws'",
     ) == decide_commands("leave", "work/my ws")
+
+
+def test_a_damaged_scenario_record_is_named_by_every_command_and_listed_in_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `.baton/scheduler/leave.json` that is not JSON: `baton approve`, `reject`, `show`
+    and `submit` each exit 1 with one line naming the file, what is wrong and to move it
+    aside (not "submit it first"); `baton status` lists it with the fix, `--json` too."""
+    record = tmp_path / ".baton" / "scheduler" / "leave.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"scenario": "leave", ')
+    ws = ("--workspace", str(tmp_path))
+    with running(tmp_path, "memory") as (_, runtime):
+        answers = {
+            command: baton(capsys, *args, *ws)
+            for command, args in {
+                "approve": ("approve", "leave"),
+                "reject": ("reject", "leave", "--reason", "no"),
+                "show": ("show", "leave"),
+                "submit": ("submit", "leave", "--requirement", "r"),
+            }.items()
+        }
+        status = baton(capsys, "status", *ws)
+        as_json = json.loads(baton(capsys, "status", "--json", *ws)[1])
+        dead_letters = runtime.dead_letters.total
+    fix = f"move it aside (e.g. `mv {record} {record}.damaged`) and submit 'leave' again"
+    for command, (code, out, err) in answers.items():
+        assert (command, 1, "", 1) == (command, code, out, len(err.splitlines()))
+        assert err.startswith(f"baton {command}: error: {record} is not JSON (")
+        assert fix in err
+    assert 0 == dead_letters
+    lines = status[1].splitlines()
+    start = lines.index("damaged record: leave (refused until the file is moved aside)")
+    assert lines[start + 1].startswith(f"  {record} is not JSON (")
+    assert lines[start + 2].startswith(f"  what to do: {fix}")
+    [damaged] = as_json["damaged_scenarios"]
+    assert ("leave", str(record)) == (damaged["scenario"], damaged["path"])
+    assert damaged["problem"].startswith("is not JSON (")
+    assert damaged["fix"].startswith(fix)
+
+
+async def test_deciding_a_damaged_scenario_over_http_is_409_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    """`POST /scenarios/{name}/approve` of a scenario whose record is damaged answers 409
+    `DamagedScenarioError` with the file, the problem and the fix in its body."""
+    record = tmp_path / ".baton" / "scheduler" / "leave.json"
+    record.parent.mkdir(parents=True)
+    record.write_bytes(b"")
+    async with real_runtime(tmp_path, "memory") as runtime:
+        app = create_control_app(runtime, on_stop=lambda: None)
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://baton") as http:
+            response = await http.post("/scenarios/leave/approve")
+    error = response.json()["error"]
+    assert (409, "DamagedScenarioError") == (response.status_code, error["type"])
+    assert error["message"].startswith(f"{record} is empty — move it aside")
+    assert (str(record), "is empty", "leave") == (
+        error["details"]["path"],
+        error["details"]["problem"],
+        error["details"]["scenario"],
+    )

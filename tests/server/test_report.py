@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from baton.actors.pricing import ModelPrice, cost_usd
@@ -18,6 +20,7 @@ from baton.runtime.token_records import ContextCompacted, HandoffSent, ModelCall
 from baton.server._report_data import build_report, load_report, select
 from baton.server._report_html import MARKER_COLUMN, PLOT, _Axis, downsample, render, thin, usd
 from baton.server.cli import main
+from tests.actors.test_offline_model import unblock
 
 SCENARIO = "leave"
 USAGE_KEYS = (
@@ -328,6 +331,41 @@ def test_the_command_refuses_in_one_line(
     unknown = capsys.readouterr().err
     assert unknown.startswith("baton report: error: unknown scenario 'nope' — known: leave")
     assert [1, 1] == [missing.count("\n"), unknown.count("\n")]
+
+
+def test_a_file_where_the_log_folder_belongs_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file at `.baton/logs`: report exits 1 in one line naming it and what to do."""
+    (tmp_path / ".baton").mkdir()
+    (tmp_path / ".baton" / "logs").write_text("not a folder\n", encoding="utf-8")
+    assert 1 == main(["report", "--workspace", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert 1 == len(err.splitlines())
+    assert err.startswith(
+        f"baton report: error: {tmp_path / '.baton' / 'logs'} is a file, not the log folder — "
+        "move it aside"
+    )
+
+
+async def test_a_named_pipe_for_the_token_log_is_refused_without_waiting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO at `.baton/logs/tokens.jsonl` is named within the deadline, never read."""
+    fifo = tmp_path / ".baton" / "logs" / "tokens.jsonl"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    argv = ["report", "--workspace", str(tmp_path)]
+    try:
+        with anyio.fail_after(5):
+            code = await anyio.to_thread.run_sync(main, argv, abandon_on_cancel=True)
+    finally:
+        unblock(fifo)
+    err = capsys.readouterr().err
+    assert (1, f"baton report: error: {fifo} is a named pipe, not the token log") == (
+        code,
+        err.split(" — ")[0],
+    )
 
 
 def test_the_cost_table_takes_the_calls_own_cost_and_prices_older_lines() -> None:

@@ -13,7 +13,7 @@ from baton.server import create_control_app
 from baton.server._control_models import StatusReport
 from baton.server._render import cost_figure, render_status
 from baton.testing import read_token_log
-from tests.actors.test_cost_cap import scripted, set_cap, wait_for
+from tests.actors.test_cost_cap import scripted, set_cap, settled, wait_for
 
 
 async def test_status_shows_the_runs_cost_so_far_and_its_cap(tmp_path: Path) -> None:
@@ -23,6 +23,7 @@ async def test_status_shows_the_runs_cost_so_far_and_its_cap(tmp_path: Path) -> 
     async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
         await rt.ask("scheduler", StartScenario(scenario="mini"))
         await wait_for(rt, "completed", "failed", "stopped")
+        await settled(rt)
         app = create_control_app(rt, on_stop=lambda: None)
         transport = httpx2.ASGITransport(app=app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://baton") as http:

@@ -6,21 +6,25 @@ files with a single link only, and checks that before opening: opening a named p
 until someone writes to it, which would hold a worker thread for ever. Output is bounded:
 `Read` pages by lines and cuts very long lines to head and tail, `List` stops at a cap, and
 both always say how much there is in total so the model can ask for the rest.
+
+Each call does its file work in one worker-thread call, relative to the directory
+descriptors of the sandbox's walk: a folder swapped for a link meanwhile is not followed.
 """
 
 from __future__ import annotations
 
 import json
-import stat
-from pathlib import Path
+import os
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from baton.actors._artifact_io import is_write_leftover
-from baton.actors.artifacts import artifact_model, validate_artifact, write_atomic
-from baton.actors.regular_files import read_checked, refusal, stat_or_none
+from baton.actors._artifact_io import is_write_leftover, write_at
+from baton.actors._dir_walk import DIR_FLAGS
+from baton.actors.artifacts import artifact_model, validate_artifact
+from baton.actors.regular_files import read_at
 from baton.actors.tools._sandbox import Sandbox
 from baton.actors.tools.protocol import Tool, ToolOutcome
 from baton.errors import InvalidArtifactError
@@ -85,26 +89,10 @@ class Read:
         return ReadInput.model_json_schema()
 
     async def run(self, args: ReadInput) -> ToolOutcome:
-        real = await self._sandbox.resolve(args.path)
-        shown = self._sandbox.relative(real)
-        info = await anyio.to_thread.run_sync(stat_or_none, real)
-        if info is None:
-            return ToolOutcome(
-                f"{shown} does not exist; List its directory to see what is there", is_error=True
-            )
-        if stat.S_ISDIR(info.st_mode):
-            return ToolOutcome(f"{shown} is a directory; use List to see it", is_error=True)
-        refused = refusal(shown, info)
-        if refused is not None:
-            return ToolOutcome(refused, is_error=True)
-        if info.st_size > MAX_FILE_BYTES:
-            return ToolOutcome(
-                f"{shown} is {info.st_size} bytes, over Read's {MAX_FILE_BYTES} byte limit",
-                is_error=True,
-            )
-        raw = await anyio.to_thread.run_sync(read_checked, real, info, MAX_FILE_BYTES)
-        if raw is None or len(raw) > MAX_FILE_BYTES:
-            return ToolOutcome(f"{shown} changed while it was read; Read it again", is_error=True)
+        read = await anyio.to_thread.run_sync(self._read, args.path)
+        if isinstance(read, ToolOutcome):
+            return read
+        shown, raw = read
         note = ""
         try:
             text = raw.decode("utf-8")
@@ -122,6 +110,28 @@ class Read:
                 f"{header}; offset {args.offset} is past the last line", is_error=True
             )
         return ToolOutcome(_page(header, lines, args.offset, args.limit or DEFAULT_LIMIT))
+
+    def _read(self, path: str) -> tuple[str, bytes] | ToolOutcome:
+        # One worker-thread call: the walk, the checks and the read share its descriptors.
+        with self._sandbox.walk(path) as here:
+            shown = self._sandbox.shown(here.resolved)
+            missing = ToolOutcome(
+                f"{shown} does not exist; List its directory to see what is there", is_error=True
+            )
+            if len(here.rest) != 1:
+                return missing if here.rest else _is_a_directory(shown)
+            try:
+                return shown, read_at(here.fd, here.rest[0], shown, MAX_FILE_BYTES)
+            except (FileNotFoundError, NotADirectoryError):
+                return missing
+            except IsADirectoryError:
+                return _is_a_directory(shown)
+            except ValueError as refused:
+                return ToolOutcome(str(refused), is_error=True)
+
+
+def _is_a_directory(shown: str) -> ToolOutcome:
+    return ToolOutcome(f"{shown} is a directory; use List to see it", is_error=True)
 
 
 def _page(header: str, lines: list[str], offset: int, limit: int) -> str:
@@ -188,17 +198,10 @@ class Write:
         return WriteInput.model_json_schema()
 
     async def run(self, args: WriteInput) -> ToolOutcome:
-        real = await self._sandbox.resolve_for_write(args.path)
-        shown = self._sandbox.relative(real)
-        if await anyio.Path(real).is_dir():
-            return ToolOutcome(f"{shown} is a directory; give a file path", is_error=True)
-        model = artifact_model(shown) if self._validate_artifacts else None
-        if model is not None:
-            try:
-                validate_artifact(shown, args.content, model)
-            except InvalidArtifactError as error:
-                return ToolOutcome(f"nothing written: {error}", is_error=True)
-        await write_atomic(real, args.content.encode())
+        written = await anyio.to_thread.run_sync(self._write, args)
+        if isinstance(written, ToolOutcome):
+            return written
+        shown, model = written
         text = f"wrote {shown}: {len(args.content.splitlines())} lines, {len(args.content)} chars"
         if model is None and shown.endswith(".json"):
             try:
@@ -206,6 +209,22 @@ class Write:
             except ValueError as error:
                 text += f" (warning: this is not valid JSON: {error})"
         return ToolOutcome(text)
+
+    def _write(self, args: WriteInput) -> tuple[str, type[BaseModel] | None] | ToolOutcome:
+        # One worker-thread call: the file lands in the directory the walk checked, by
+        # descriptor, whatever its path leads to by then (docs/handoffs.md, "Sandbox").
+        with self._sandbox.walk_for_write(args.path) as here:
+            shown = self._sandbox.shown(here.resolved)
+            if here.is_directory():
+                return ToolOutcome(f"{shown} is a directory; give a file path", is_error=True)
+            model = artifact_model(shown) if self._validate_artifacts else None
+            if model is not None:
+                try:
+                    validate_artifact(shown, args.content, model)
+                except InvalidArtifactError as error:
+                    return ToolOutcome(f"nothing written: {error}", is_error=True)
+            write_at(*here.enter_missing(), args.content.encode())
+        return shown, model
 
 
 class ListInput(BaseModel):
@@ -235,15 +254,20 @@ class List:
         return ListInput.model_json_schema()
 
     async def run(self, args: ListInput) -> ToolOutcome:
-        real = await self._sandbox.resolve(args.path)
-        shown = self._sandbox.relative(real)
-        directory = anyio.Path(real)
-        if not await directory.exists():
-            return ToolOutcome(f"{shown} does not exist", is_error=True)
-        if not await directory.is_dir():
-            return ToolOutcome(f"{shown} is a file; use Read to see it", is_error=True)
-        entries: list[str] = []
-        complete = await self._walk(directory, "", args, entries)
+        return await anyio.to_thread.run_sync(self._list, args)
+
+    def _list(self, args: ListInput) -> ToolOutcome:
+        # The whole listing in one worker-thread call, every directory opened relative to
+        # its parent's descriptor without following links.
+        with self._sandbox.walk(args.path) as here:
+            shown = self._sandbox.shown(here.resolved)
+            if here.rest:
+                if here.final() is None:
+                    return ToolOutcome(f"{shown} does not exist", is_error=True)
+                return ToolOutcome(f"{shown} is a file; use Read to see it", is_error=True)
+            listing = _Listing(self._sandbox, args, base=here.resolved)
+            complete = listing.walk(here.fd, here.resolved)
+            entries = listing.out
         header = f"{shown}/: {len(entries)} entries" + (" (recursive)" if args.recursive else "")
         if not entries:
             return ToolOutcome(f"{shown}/: empty directory")
@@ -254,26 +278,54 @@ class List:
             )
         return ToolOutcome("\n".join([header, *entries]))
 
-    async def _walk(
-        self, directory: anyio.Path, prefix: str, args: ListInput, out: list[str]
-    ) -> bool:
-        children = sorted([child async for child in directory.iterdir()], key=lambda c: c.name)
+
+@dataclass
+class _Listing:
+    """One List call's entries, gathered on a worker thread by directory descriptor."""
+
+    sandbox: Sandbox
+    args: ListInput
+    base: tuple[str, ...]
+    """The listed directory's components: entries are shown relative to it."""
+    out: list[str] = field(default_factory=list)
+
+    def walk(self, directory: int, parts: tuple[str, ...]) -> bool:
+        """Add the entries of the directory open as `directory` (at `parts` from the root);
+        False once at the cap."""
+        below = parts[len(self.base) :]
+        prefix = "".join(f"{name}/" for name in below)
+        with os.scandir(directory) as scan:
+            children = sorted(scan, key=lambda child: child.name)
         for child in children:
-            if self._sandbox.is_reserved(Path(child)) or is_write_leftover(child.name):
+            if self.sandbox.is_reserved((*parts, child.name)) or is_write_leftover(child.name):
                 continue  # baton's own, or the temp file of a write a killed process left
-            if len(out) >= args.max_entries:
+            if len(self.out) >= self.args.max_entries:
                 return False
-            if await child.is_symlink():
-                out.append(f"{prefix}{child.name}@")
-            elif await child.is_dir():
-                out.append(f"{prefix}{child.name}/")
-                if args.recursive and not await self._walk(
-                    child, f"{prefix}{child.name}/", args, out
-                ):
-                    return False
-            else:
-                out.append(f"{prefix}{child.name}  ({(await child.stat()).st_size} bytes)")
+            shown = f"{prefix}{child.name}"
+            try:
+                if child.is_symlink():
+                    self.out.append(f"{shown}@")
+                elif child.is_dir(follow_symlinks=False):
+                    self.out.append(f"{shown}/")
+                    if self.args.recursive and not self.walk_into(directory, parts, child.name):
+                        return False
+                else:
+                    size = child.stat(follow_symlinks=False).st_size
+                    self.out.append(f"{shown}  ({size} bytes)")
+            except FileNotFoundError:
+                continue  # removed since the directory was read
         return True
+
+    def walk_into(self, directory: int, parts: tuple[str, ...], name: str) -> bool:
+        """`walk` the subdirectory `name`, opened without following a link."""
+        try:
+            child = os.open(name, DIR_FLAGS, dir_fd=directory)
+        except OSError:
+            return True  # swapped for a link or removed since it was listed: not walked
+        try:
+            return self.walk(child, (*parts, name))
+        finally:
+            os.close(child)
 
 
 def file_tools(sandbox: Sandbox) -> list[Tool[Any]]:

@@ -15,7 +15,7 @@ when the model leaves it out, so the model only writes what it knows.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
@@ -99,19 +99,9 @@ class HandoffTool(Generic[P]):
 
     async def run(self, args: P) -> ToolOutcome:
         package = self.package.model_validate(args.model_dump())
-        problems: list[str] = []
-        # The package's own spelling is what gets registered: it is what the receiver reads.
-        found: list[str] = []
-        for path in package.referenced_paths():
-            try:
-                real = await self._sandbox.resolve(path)
-            except SandboxViolationError as error:
-                problems.append(f"- {path}: {error.reason}")
-                continue
-            if not await anyio.Path(real).exists():
-                problems.append(f"- {path}: does not exist")
-                continue
-            found.append(path)
+        problems, found = await anyio.to_thread.run_sync(
+            self._check_paths, package.referenced_paths()
+        )
         if problems:
             hint = (
                 f"\n{_RELATIVE}"
@@ -135,6 +125,25 @@ class HandoffTool(Generic[P]):
             f"({len(paths)} referenced paths checked). Your part is done: end your turn with "
             "a one-line summary."
         )
+
+    def _check_paths(self, paths: Iterable[str]) -> tuple[list[str], list[str]]:
+        """The problems with `paths` (one line each), and the paths found (one worker-thread
+        call for them all, each one walk of the sandbox)."""
+        problems: list[str] = []
+        # The package's own spelling is what gets registered: it is what the receiver reads.
+        found: list[str] = []
+        for path in paths:
+            try:
+                with self._sandbox.walk(path) as here:
+                    exists = here.final() is not None
+            except SandboxViolationError as error:
+                problems.append(f"- {path}: {error.reason}")
+                continue
+            if not exists:
+                problems.append(f"- {path}: does not exist")
+                continue
+            found.append(path)
+        return problems, found
 
 
 def handoff_to_execute(

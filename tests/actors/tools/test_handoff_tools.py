@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -261,3 +262,22 @@ def test_the_input_schema_is_the_packages_with_the_timestamp_optional(
         if field != "timestamp":
             assert expected["properties"][field] == schema["properties"][field]
     assert package.__name__ == schema["title"]
+
+
+async def test_referenced_paths_through_links_are_judged_where_they_lead(tmp_path: Path) -> None:
+    """A design path through a link that stays inside is accepted; one through a link that
+    leads outside, and one under .baton/, are refused with the sandbox's reason."""
+    touch(tmp_path, *DESIGN.values(), ".baton/state.json")
+    (tmp_path.parent / "elsewhere").mkdir(exist_ok=True)
+    os.symlink(tmp_path / SCENARIO, tmp_path / "current")
+    os.symlink(tmp_path.parent / "elsewhere", tmp_path / "away")
+    design = {"rules": "current/BusinessRules.md", "away": "away/x.md", "own": ".baton/state.json"}
+    recorder = Recorder()
+    outcome = await toolbox(tmp_path, recorder).run(
+        call("handoff_to_execute", {"user_requirement": "r", "design_artifacts": design})
+    )
+    assert [
+        "- away/x.md: a symbolic link on this path leads outside the workspace",
+        "- .baton/state.json: '.baton/' is reserved for the runtime; tools cannot use it",
+    ] == [line for line in outcome.content.splitlines() if line.startswith("- ")]
+    assert [] == recorder.delivered

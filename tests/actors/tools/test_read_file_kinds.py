@@ -9,9 +9,10 @@ import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
-from baton.actors.tools import Read, Sandbox, Toolbox
+from baton.actors.tools import List, Read, Sandbox, Toolbox, Write
 from baton.context.payload import ToolUseBlock
 
 # More FIFO reads than any default thread pool has workers (asyncio's: at most 32).
@@ -78,3 +79,27 @@ async def test_a_file_with_several_hard_links_is_refused(tmp_path: Path) -> None
         "2 hard links" in outcome.content,
         "api-key" in outcome.content,
     )
+
+
+async def test_a_fifo_where_a_folder_is_expected_fails_at_once(tmp_path: Path, fifo: Path) -> None:
+    """Read, List and Write of paths that go through a named pipe as if it were a folder each
+    come back as an error within the deadline: the walk never opens the pipe for reading."""
+    sandbox = Sandbox(tmp_path, write_paths=("pipe",))
+    box = Toolbox([Read(sandbox), List(sandbox), Write(sandbox)], timeout=5)
+    calls: list[ToolUseBlock] = [
+        read_call("pipe/x.txt", 0),
+        {"type": "tool_use", "id": "t1", "name": "List", "input": {"path": "pipe"}},
+        {
+            "type": "tool_use",
+            "id": "t2",
+            "name": "Write",
+            "input": {"path": "pipe/x", "content": ""},
+        },
+    ]
+    with anyio.fail_after(5):
+        outcomes = await box.run_all(calls)
+    assert [
+        "pipe/x.txt does not exist; List its directory to see what is there",
+        "pipe is a file; use Read to see it",
+        True,
+    ] == [outcomes[0].content, outcomes[1].content, outcomes[2].is_error]

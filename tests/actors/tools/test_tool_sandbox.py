@@ -1,4 +1,5 @@
-"""The sandbox: '..', absolute paths outside and escaping links are refused; the rest resolves."""
+"""The sandbox: '..', absolute paths outside and escaping links are refused; the rest resolves,
+links inside the workspace included."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from baton.actors.tools import Read, Sandbox, Toolbox
+from baton.actors.tools import List, Read, Sandbox, Toolbox, ToolOutcome, Write, scenario_scope
+from baton.context.payload import ToolUseBlock
 from baton.errors import SandboxViolationError
 
 
@@ -89,3 +91,84 @@ async def test_a_refusal_reaches_the_model_as_an_error_result(workspace: Path) -
     assert outcome.is_error
     assert "refused path '../outside/secret.txt': '..' is not allowed" in outcome.content
     assert "secret\n" not in outcome.content
+
+
+async def run_tool(box: Toolbox, name: str, **args: object) -> ToolOutcome:
+    block: ToolUseBlock = {"type": "tool_use", "id": "t1", "name": name, "input": dict(args)}
+    with scenario_scope("leave"):
+        return await box.run(block)
+
+
+def file_box(workspace: Path) -> Toolbox:
+    sandbox = Sandbox(workspace)
+    return Toolbox([Read(sandbox), Write(sandbox), List(sandbox)])
+
+
+async def test_links_that_stay_inside_are_followed_by_every_tool(workspace: Path) -> None:
+    """A relative link, one whose target climbs with '..', and a link to a file are followed
+    by Read, List and Write, which name the place they lead to."""
+    (workspace / "scenarios/other").mkdir()
+    (workspace / "scenarios/other/o.txt").write_text("other\n", encoding="utf-8")
+    os.symlink("scenarios/leave", workspace / "current")
+    os.symlink("../other", workspace / "scenarios/leave/sibling")
+    os.symlink("BusinessRules.md", workspace / "scenarios/leave/rules.md")
+    box = file_box(workspace)
+    read = await run_tool(box, "Read", path="current/BusinessRules.md")
+    climbed = await run_tool(box, "Read", path="scenarios/leave/sibling/o.txt")
+    to_file = await run_tool(box, "Read", path="scenarios/leave/rules.md")
+    listed = await run_tool(box, "List", path="current")
+    written = await run_tool(box, "Write", path="current/new.md", content="new\n")
+    assert [
+        "scenarios/leave/BusinessRules.md: 1 lines, 6 chars; lines 1-1 of 1",
+        "scenarios/other/o.txt: 1 lines, 6 chars; lines 1-1 of 1",
+        "scenarios/leave/BusinessRules.md: 1 lines, 6 chars; lines 1-1 of 1",
+        "scenarios/leave/: 3 entries",
+        "wrote scenarios/leave/new.md: 1 lines, 4 chars",
+    ] == [o.content.splitlines()[0] for o in (read, climbed, to_file, listed, written)]
+    assert "new\n" == (workspace / "scenarios/leave/new.md").read_text(encoding="utf-8")
+
+
+async def test_links_that_lead_outside_are_refused_by_every_tool(workspace: Path) -> None:
+    """A relative link climbing above the root, and a link to a link that leads out, are
+    refused by Read, List and Write with the sandbox's reason; nothing is written outside."""
+    outside = workspace.parent / "outside"
+    os.symlink("../../../outside", workspace / "scenarios/leave/up")
+    os.symlink(outside, workspace / "away")
+    os.symlink("../../away", workspace / "scenarios/leave/hop")
+    box = file_box(workspace)
+    outcomes = [
+        await run_tool(box, "Read", path="scenarios/leave/up/secret.txt"),
+        await run_tool(box, "List", path="scenarios/leave/up"),
+        await run_tool(box, "Write", path="scenarios/leave/up/x.md", content="x\n"),
+        await run_tool(box, "Read", path="scenarios/leave/hop/secret.txt"),
+        await run_tool(box, "Write", path="scenarios/leave/hop/x.md", content="x\n"),
+    ]
+    assert [True] * 5 == [
+        o.is_error and "a symbolic link on this path leads outside the workspace" in o.content
+        for o in outcomes
+    ]
+    assert ["secret.txt"] == os.listdir(outside)
+
+
+async def test_a_link_loop_is_refused_saying_so(workspace: Path) -> None:
+    """Links that lead to each other are refused after 40 hops, with a reason, not an OS error."""
+    os.symlink("b", workspace / "scenarios/leave/a")
+    os.symlink("a", workspace / "scenarios/leave/b")
+    outcome = await run_tool(file_box(workspace), "Read", path="scenarios/leave/a/x.txt")
+    assert (
+        "refused path 'scenarios/leave/a/x.txt': more than 40 symbolic links on this path (a loop?)"
+    ) == outcome.content
+
+
+async def test_an_absolute_link_may_spell_the_workspace_as_it_was_given(tmp_path: Path) -> None:
+    """With the workspace given through a link of its own, an absolute link target spelled
+    through that link still counts as inside and is followed."""
+    real = tmp_path / "real"
+    (real / "scenarios/leave").mkdir(parents=True)
+    (real / "scenarios/leave/a.md").write_text("a\n", encoding="utf-8")
+    os.symlink(real, tmp_path / "given")
+    os.symlink(tmp_path / "given/scenarios/leave", real / "current")
+    outcome = await run_tool(file_box(tmp_path / "given"), "Read", path="current/a.md")
+    assert (
+        "scenarios/leave/a.md: 1 lines, 2 chars; lines 1-1 of 1" == outcome.content.split("\n")[0]
+    )
