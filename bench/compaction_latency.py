@@ -27,11 +27,11 @@ import anyio
 import structlog
 
 from baton import Runtime
-from baton.actors.messages import ScenarioQuery, ScenarioState, StartScenario
-from baton.actors.model import ModelResponse, current_call
-from baton.actors.offline_model import OfflineModel
-from baton.actors.pipeline import open_pipeline
 from baton.context.payload import Payload
+from baton.models.protocol import ModelResponse, current_call
+from baton.pipeline.host import open_pipeline
+from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.pipeline.offline_model import OfflineModel
 from baton.testing import read_token_log
 
 ROOT = Path(__file__).resolve().parent.parent

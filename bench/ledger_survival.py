@@ -27,17 +27,17 @@ from typing import Any
 import anyio
 
 from baton import Runtime
-from baton.actors import agent as agent_module
-from baton.actors import agent_loop as agent_loop_module
-from baton.actors.agent_config import AgentConfig
-from baton.actors.journal import FileJournalStore
-from baton.actors.messages import Dispatch, HandoffDelivered, RoundEnded
-from baton.actors.roles import InitActor, agent_setup
-from baton.actors.scripted_model import Script, ScriptedModel
+from baton.agents import agent as agent_module
+from baton.agents import agent_loop as agent_loop_module
+from baton.agents.agent_config import AgentConfig
+from baton.agents.journal import FileJournalStore
 from baton.context import sliding_window as sliding_window_module
-from baton.context.agent_context import AgentContext
-from baton.context.packages import ExecuteToInitContext
 from baton.context.summary_format import InitSummary
+from baton.models.scripted import Script, ScriptedModel
+from baton.pipeline.agent_context import AgentContext
+from baton.pipeline.messages import Dispatch, HandoffDelivered, RoundEnded
+from baton.pipeline.packages import ExecuteToInitContext
+from baton.pipeline.roles import InitActor, agent_setup
 from baton.runtime.actor import Actor, handler
 from baton.runtime.logging import configure_logging
 from baton.testing import capture_token_log

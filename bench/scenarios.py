@@ -24,12 +24,12 @@ import anyio
 import structlog
 
 from baton import Runtime
-from baton.actors.config import BatonConfig
-from baton.actors.messages import ScenarioQuery, ScenarioState, StartScenario
-from baton.actors.model import ModelResponse, current_call
-from baton.actors.offline_model import OfflineModel
-from baton.actors.pipeline import AGENTS, model_concurrency, open_pipeline
 from baton.context.payload import Payload
+from baton.models.protocol import ModelResponse, current_call
+from baton.pipeline.config import BatonConfig
+from baton.pipeline.host import AGENTS, model_concurrency, open_pipeline
+from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.pipeline.offline_model import OfflineModel
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = "leave_application"

@@ -37,7 +37,6 @@ from typing import Any
 
 import anyio
 
-from baton.actors.config import BatonConfig
 from baton.context._assembly import Builder, add_rounds_from
 from baton.context.caching import Anchor
 from baton.context.conversation import Conversation
@@ -49,6 +48,7 @@ from baton.context.summarize import SummarizeStrategy
 from baton.context.summary_format import ExecuteSummary
 from baton.context.tokens import estimate_message_tokens
 from baton.context.usage import Usage
+from baton.pipeline.config import BatonConfig
 
 SYSTEM = "You are the Execute Agent: generate tools, checkers and samples; evaluate. " * 60
 TOOLS: list[Any] = [

@@ -11,16 +11,16 @@ BATON = Path(__file__).resolve().parent.parent / "baton"
 # The arrows point one way: server → actors → {runtime, context}; runtime → mailboxes;
 # testing sits on top of everything it fakes.
 FORBIDDEN = {
-    "runtime": ("baton.actors", "baton.context", "baton.server", "baton.testing"),
+    "runtime": ("baton.agents", "baton.context", "baton.server", "baton.testing"),
     "mailboxes": (
-        "baton.actors",
+        "baton.agents",
         "baton.runtime",
         "baton.context",
         "baton.server",
         "baton.testing",
     ),
     "context": (
-        "baton.actors",
+        "baton.agents",
         "baton.runtime",
         "baton.mailboxes",
         "baton.server",
@@ -30,7 +30,7 @@ FORBIDDEN = {
     "server": ("baton.testing",),
     # Long-term memory stands beside context: agents use it, it uses no runtime piece.
     "memory": (
-        "baton.actors",
+        "baton.agents",
         "baton.runtime",
         "baton.mailboxes",
         "baton.server",

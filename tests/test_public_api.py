@@ -9,10 +9,10 @@ import pytest
 PACKAGES = [
     "baton",
     "baton.runtime",
-    "baton.actors",
+    "baton.agents",
     "baton.mailboxes",
     "baton.context",
-    "baton.actors.tools",
+    "baton.agents.tools",
     "baton.memory",
 ]
 

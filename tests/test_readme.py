@@ -8,7 +8,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from baton.actors.config import parse_config
+from baton.pipeline.config import parse_config
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

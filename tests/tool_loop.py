@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baton.actors.scripted_model import ScriptedResponse
 from baton.context.summary_format import COMPACT_PROMPT, SUMMARY_TAG, summary_schema_for
+from baton.models.scripted import ScriptedResponse
 
 FINAL_ANSWER = "All parts read."
 

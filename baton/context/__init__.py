@@ -1,7 +1,6 @@
-"""The context engine: conversations, token accounting, strategies, handoff packages."""
+"""The context engine: conversations, token accounting, strategies, compaction."""
 
 from baton.context.accounting import Calibration, TokenAccount
-from baton.context.agent_context import AgentContext
 from baton.context.caching import place_breakpoints
 from baton.context.conversation import CarriedSummary, Conversation
 from baton.context.events import (
@@ -15,18 +14,6 @@ from baton.context.events import (
 from baton.context.extract_state import ExtractStateStrategy, WorkingState
 from baton.context.fallback import fallback_summary
 from baton.context.ledger import KeyFact, KeyFactLedger
-from baton.context.model_rules import CURRENT_MODELS, ModelRules, request_problems, rules_for
-from baton.context.packages import (
-    PACKAGE_VERSION,
-    ContextPackage,
-    ExecuteToInitContext,
-    HandoffPackage,
-    HandoffType,
-    InitToExecuteContext,
-    ScenarioCompletion,
-    check_version,
-    parse_package,
-)
 from baton.context.payload import (
     CacheControl,
     ContentBlock,
@@ -87,14 +74,11 @@ from baton.context.validation import check_request, validate_request
 
 __all__ = [
     "COMPACT_PROMPT",
-    "CURRENT_MODELS",
     "DEFAULT_BUDGETS",
-    "PACKAGE_VERSION",
     "RECORD_TYPES",
     "STRATEGIES",
     "SUMMARY_SCHEMAS",
     "TOKEN_LOG_EVENTS",
-    "AgentContext",
     "CacheControl",
     "CacheUsage",
     "Calibration",
@@ -105,31 +89,24 @@ __all__ = [
     "ContextBudget",
     "ContextCompactedEvent",
     "ContextEvent",
-    "ContextPackage",
     "ContextStrategy",
     "ContextWarningEvent",
     "Conversation",
     "ConversationRecord",
     "EventSink",
     "ExecuteSummary",
-    "ExecuteToInitContext",
     "ExtractStateStrategy",
     "FactsRegistered",
     "GenericSummary",
-    "HandoffPackage",
-    "HandoffType",
     "InitSummary",
-    "InitToExecuteContext",
     "KeyFact",
     "KeyFactLedger",
     "Message",
-    "ModelRules",
     "Payload",
     "PrefixCache",
     "RedactedThinkingContent",
     "Round",
     "RoundStarted",
-    "ScenarioCompletion",
     "SchedulerSummary",
     "SlidingWindowStrategy",
     "Step",
@@ -153,18 +130,14 @@ __all__ = [
     "Usage",
     "WorkingState",
     "check_request",
-    "check_version",
     "dump_record",
     "estimate_payload_tokens",
     "estimate_text_tokens",
     "fallback_summary",
     "make_strategy",
-    "parse_package",
     "parse_record",
     "parse_summary",
     "place_breakpoints",
-    "request_problems",
-    "rules_for",
     "summary_schema_for",
     "truncate_text",
     "validate_request",

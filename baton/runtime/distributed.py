@@ -13,7 +13,7 @@ This object also carries what crossing processes needs besides the mailboxes:
 - the heartbeat: every third of `claim_idle` each mailbox renews the entries it holds, so
   only a dead (or stalled) process's messages are taken over by the others.
 
-Journals live in the same Redis (see `baton.actors.redis_journal`), so whichever process
+Journals live in the same Redis (see `baton.agents.redis_journal`), so whichever process
 handles a conversation's message sees the whole conversation.
 """
 

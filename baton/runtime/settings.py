@@ -4,7 +4,7 @@ overrides.
 Unknown keys are errors that name the key (a typo must not silently fall back to a default).
 An environment variable `BATON_<SECTION>__<KEY>` overrides one value, e.g.
 `BATON_RUNTIME__MAILBOX=memory` or `BATON_ACTORS__EXECUTE__MODEL=claude-opus-5-5`. The
-`[actors.*]` tables belong to whoever runs agents (`baton.actors.config` validates them); the
+`[actors.*]` tables belong to whoever runs agents (`baton.pipeline.config` validates them); the
 kernel carries them as they are.
 """
 
@@ -143,18 +143,18 @@ class KernelConfig(_Strict):
     actors: dict[str, Any] = Field(
         default_factory=dict, description="[actors.<name>] tables, for the layer that runs agents"
     )
-    # Carried as given for the layer that runs agents too (baton.actors.price_config checks them).
+    # Carried as given for the layer that runs agents too (baton.models.price_config checks them).
     prices: dict[str, Any] = Field(
         default_factory=dict, description='[prices."<model-id>"] tables: USD per million tokens'
     )
     scenario: dict[str, Any] = Field(
         default_factory=dict, description="[scenario]: defaults of every scenario (max_cost_usd)"
     )
-    # `[telemetry]`: carried as given too (baton.actors.telemetry checks it).
+    # `[telemetry]`: carried as given too (baton.models.telemetry checks it).
     telemetry: dict[str, Any] = Field(
         default_factory=dict, description="[telemetry]: OpenTelemetry export (otlp_endpoint)"
     )
-    # `[memory]`: carried as given too (baton.actors.memory_config checks it).
+    # `[memory]`: carried as given too (baton.pipeline.memory_config checks it).
     memory: dict[str, Any] = Field(
         default_factory=dict, description="[memory]: long-term memory (backend, budget)"
     )
@@ -218,7 +218,7 @@ def _not_regular(path: Path, info: os.stat_result, what: str) -> ConfigError | N
 def _read_regular_text(path: Path, what: str) -> str | None:
     """The text of the regular file at `path`, or None when nothing is there (a dangling
     link included); `ConfigError` for anything else at the path, named as `what`."""
-    # Not baton.actors.regular_files (the kernel does not import the agents' layer,
+    # Not baton._regular_files (the kernel does not import the agents' layer,
     # docs/architecture.md): judged by its `stat` first, then opened with O_NONBLOCK, so a
     # named pipe put there since opens at once (and is refused by `fstat`) instead of
     # waiting for a writer that never comes, hanging the start with the workspace held.

@@ -7,9 +7,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from baton.actors.messages import ScenarioState
-from baton.context.packages import InitToExecuteContext, parse_package
 from baton.errors import BatonError
+from baton.pipeline.messages import ScenarioState
+from baton.pipeline.packages import InitToExecuteContext, parse_package
 
 SUMMARY_CHARS = 400
 

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from baton.actors.messages import ScenarioState
-from baton.actors.scenario_damage import DamagedScenario
+from baton.pipeline.messages import ScenarioState
+from baton.pipeline.scenario_damage import DamagedScenario
 from baton.runtime.context_status import ContextFill
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 

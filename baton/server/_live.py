@@ -28,10 +28,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from baton.actors.messages import ACTIVE_PHASES, SCHEDULER, ScenarioQuery, ScenarioState
-from baton.actors.pipeline import Pipeline
-from baton.actors.pricing import PRICES
 from baton.errors import BatonError
+from baton.models.pricing import PRICES
+from baton.pipeline.host import Pipeline
+from baton.pipeline.messages import ACTIVE_PHASES, SCHEDULER, ScenarioQuery, ScenarioState
 from baton.runtime.runtime import Runtime
 from baton.runtime.token_log import TokenLog
 from baton.server._run_summary import AgentProgress, RunTally, counts_line, summary_lines

@@ -23,9 +23,9 @@ from fastapi import FastAPI, Path, Query
 from pydantic import StringConstraints
 from starlette.convertors import Convertor, register_url_convertor
 
-from baton.actors.config import BatonConfig
 from baton.errors import UnknownMemoryError
 from baton.memory import MemoryEntry, MemoryStore, open_memory
+from baton.pipeline.config import BatonConfig
 from baton.runtime._error_wire import error_responses
 from baton.runtime.runtime import Runtime
 from baton.server._memory_models import (

@@ -17,10 +17,10 @@ from typing import Any, Protocol
 
 import anyio
 
-from baton.actors.config import load_config
 from baton.errors import NoRuntimeError, UnknownMemoryError
 from baton.memory import MemoryEntry, MemoryStore, open_memory
 from baton.memory.store import default_path
+from baton.pipeline.config import load_config
 from baton.server._memory_models import (
     DEFAULT_SEARCH_LIMIT,
     MAX_QUERY_CHARS,

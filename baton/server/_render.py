@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from baton.actors.compaction_audit import compaction_lines
-from baton.actors.messages import ScenarioState
+from baton.agents.compaction_audit import compaction_lines
+from baton.pipeline.messages import ScenarioState
 from baton.runtime.context_status import ContextFill
 from baton.runtime.token_records import TokenRecord
 from baton.server._approvals import pending_lines

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from baton._private import STATE_DIR, private_dir, private_opener
-from baton.actors.config import load_config
-from baton.actors.pricing import ModelPrice
+from baton.models.pricing import ModelPrice
+from baton.pipeline.config import load_config
 from baton.server._log_location import checked_token_log
 from baton.server._report_data import load_report
 from baton.server._report_html import render

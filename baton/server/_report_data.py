@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baton.actors.agent_config import DEFAULT_AGENTS
-from baton.actors.call_tally import CallTally, token_count
-from baton.actors.messages import RUN_SEPARATOR, SCHEDULER, scenario_of
-from baton.actors.pricing import PRICES, ModelPrice
+from baton.agents.agent_config import DEFAULT_AGENTS
 from baton.errors import CommandLineError, UsageError
+from baton.models.call_tally import CallTally, token_count
+from baton.models.pricing import PRICES, ModelPrice
+from baton.pipeline.messages import RUN_SEPARATOR, SCHEDULER, scenario_of
 from baton.server._tail_filters import TailFilter, log_files
 
 APPROVED = "init_to_execute"

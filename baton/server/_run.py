@@ -17,17 +17,6 @@ import structlog
 from anyio import CancelScope
 from anyio.abc import TaskStatus
 
-from baton.actors.config import BatonConfig, load_config
-from baton.actors.messages import (
-    ACTIVE_PHASES,
-    SCHEDULER,
-    ScenarioQuery,
-    ScenarioState,
-    StartScenario,
-)
-from baton.actors.model_source import model_source_line
-from baton.actors.pipeline import AGENTS, Pipeline, open_pipeline
-from baton.actors.telemetry import open_telemetry
 from baton.errors import (
     BatonError,
     CommandLineError,
@@ -35,6 +24,17 @@ from baton.errors import (
     NoSchedulerError,
     ScenarioFailure,
 )
+from baton.models.telemetry import open_telemetry
+from baton.pipeline.config import BatonConfig, load_config
+from baton.pipeline.host import AGENTS, Pipeline, open_pipeline
+from baton.pipeline.messages import (
+    ACTIVE_PHASES,
+    SCHEDULER,
+    ScenarioQuery,
+    ScenarioState,
+    StartScenario,
+)
+from baton.pipeline.model_source import model_source_line
 from baton.runtime.actor import Actor
 from baton.runtime.disk_writes import DISK_FULL_RETRY
 from baton.runtime.runtime import Runtime

@@ -1,7 +1,7 @@
 """The end-of-run summary of `baton run` (README.md, "What `baton run` shows"), and the
 tally it and the live view are folded from: token-log records, one at a time.
 
-Costs are estimates from list prices (`baton.actors.pricing`; docs/models.md, "Prices"); a
+Costs are estimates from list prices (`baton.models.pricing`; docs/models.md, "Prices"); a
 model without a known price shows "—" with a footnote and is left out of the total.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baton.actors.call_tally import CallTally, token_count
-from baton.actors.messages import SCHEDULER, ScenarioState
+from baton.models.call_tally import CallTally, token_count
+from baton.pipeline.messages import SCHEDULER, ScenarioState
 from baton.runtime.logging import PROCESS_LOG
 from baton.runtime.token_log import TOKEN_LOG
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import structlog
 
-from baton.actors.pricing import PRICES, ModelPrice
 from baton.errors import BatonError
+from baton.models.pricing import PRICES, ModelPrice
 from baton.runtime.token_log import TokenLog
 from baton.server._report_command import write_report
 

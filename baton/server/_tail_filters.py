@@ -16,9 +16,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from baton.actors.agent_config import DEFAULT_AGENTS
-from baton.actors.messages import RUN_SEPARATOR, SCHEDULER, scenario_of
+from baton.agents.agent_config import DEFAULT_AGENTS
 from baton.errors import BatonError, CommandLineError
+from baton.pipeline.messages import RUN_SEPARATOR, SCHEDULER, scenario_of
 from baton.runtime.settings import read_config
 from baton.runtime.token_log import rotated_files
 from baton.runtime.token_records import EVENTS

@@ -21,7 +21,7 @@ import anyio
 import structlog
 
 from baton._private import private_dir, private_opener
-from baton.actors.regular_files import read_regular
+from baton._regular_files import read_regular
 from baton.errors import StateFileError, UsageError, WorkspaceBusyError
 
 log = structlog.get_logger(__name__)

@@ -153,7 +153,7 @@ async def _submit(args: argparse.Namespace) -> None:
 
 async def _new(args: argparse.Namespace) -> None:
     # Imported here, as for `run`: only this command writes a scenario folder.
-    from baton.actors.scenario_scaffold import new_scenario_command  # noqa: PLC0415
+    from baton.pipeline.scenario_scaffold import new_scenario_command  # noqa: PLC0415
 
     _print(await anyio.to_thread.run_sync(new_scenario_command, args.workspace, args.scenario))
 

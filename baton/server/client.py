@@ -24,7 +24,6 @@ import anyio
 import httpx2
 from pydantic import BaseModel
 
-from baton.actors.messages import ScenarioState
 from baton.errors import (
     BatonError,
     InvalidMessageError,
@@ -33,6 +32,7 @@ from baton.errors import (
     UsageError,
 )
 from baton.memory import MemoryEntry
+from baton.pipeline.messages import ScenarioState
 from baton.runtime._error_wire import rebuild_error
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.server._control_models import (

@@ -8,7 +8,7 @@ Endpoints (OpenAPI at `/openapi.json`, docs at `/docs`):
 | `GET /status` | actors, context fill, scenarios, pending approvals, dead letters | 200 |
 | `POST /actors/{name}/tell` | queue `{"type", "payload", "timeout"?}` | 202; 404 409 422 503 |
 | `POST /actors/{name}/ask` | ask the same, reply as JSON | 200; 400 404 409 422 502 504 |
-| `/scenarios...` | the pipeline's routes (`baton.actors.pipeline_api`) | |
+| `/scenarios...` | the pipeline's routes (`baton.server._pipeline_api`) | |
 | `POST /stop` | ask the process to stop gracefully | 202 |
 | `GET /tokens?follow=&actor=&event=` | token-log records as NDJSON | 200 |
 | `GET /dead-letters?limit=` | the newest dead letters, newest last | 200 |
@@ -51,7 +51,6 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from baton.actors.pipeline_api import PIPELINE_PROTOCOL, scenario_router, scenario_status
 from baton.errors import (
     BatonError,
     InvalidPayloadError,
@@ -76,6 +75,7 @@ from baton.server._dead_letter_api import dead_letter_routes
 from baton.server._json_body import OffLoopJsonRoute, off_the_loop_if_large
 from baton.server._memory_api import memory_routes
 from baton.server._openapi import ANY_ROUTE, control_openapi
+from baton.server._pipeline_api import PIPELINE_PROTOCOL, scenario_router, scenario_status
 from baton.server._request_limits import RequestGuard, error_response, request_error
 from baton.server._tail import record_matches
 from baton.server._token_stream import NDJSON, FollowResponse, file_lines

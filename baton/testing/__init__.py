@@ -33,7 +33,7 @@
     2026: Opus, Sonnet and Haiku 5.5 and Fable 5.1 current; Opus/Sonnet 5 and Opus/Haiku 4.5
     active but older; Sonnet 4.5 deprecated; Opus 4.1, Opus 4 and Sonnet 4 retired (listed,
     but `messages` and `count_tokens` naming them answer 404). Each row's `capabilities` and
-    the rules of `baton.context.model_rules` decide the model-specific 400s: a forced
+    the rules of `baton.models.rules` decide the model-specific 400s: a forced
     `tool_choice` on Opus/Sonnet 5.5, an assistant prefill on 5.x, a `thinking.type` or
     effort level the model does not take, `budget_tokens` not below `max_tokens`. A row's
     `token_ratio` (1.3 from the 4.7 generation on) scales usage, the cache split,
@@ -81,8 +81,8 @@
 
 from __future__ import annotations
 
-from baton.actors.model import CallContext, bind_call
-from baton.actors.scripted_model import (
+from baton.models.protocol import CallContext, bind_call
+from baton.models.scripted import (
     OFFLINE_MODEL_NAME,
     ActorScript,
     Script,

@@ -18,12 +18,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from baton.actors.model import CallContext, bind_call
-from baton.actors.scripted_model import ScriptedResponse
-from baton.context.model_rules import request_problems
 from baton.context.payload import Payload
 from baton.context.tokens import estimate_payload_tokens
 from baton.context.validation import THINKING_BLOCK_TYPES, validate_request
+from baton.models.protocol import CallContext, bind_call
+from baton.models.rules import request_problems
+from baton.models.scripted import ScriptedResponse
 from baton.testing._standin_models import StandInModel, models_page
 from baton.testing._standin_state import Endpoint, Fault, RecordedRequest, StandInState
 from baton.testing._standin_thinking import (

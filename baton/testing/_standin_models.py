@@ -3,7 +3,7 @@
 `DEFAULT_MODELS` plays the Models API of November 2026: the 5.5 generation (and Fable 5.1)
 current, Opus/Sonnet 5 and Haiku 4.5 active but legacy, Sonnet 4.5 and Opus 4.5 deprecated,
 the 4.0 and 4.1 models retired (still listed, refused by `POST /v1/messages`). What a model accepts
-comes from `baton.context.model_rules`, so the stand-in and baton's own checks agree.
+comes from `baton.models.rules`, so the stand-in and baton's own checks agree.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from baton.context.model_rules import EFFORT_LEVELS, ModelRules, rules_for
 from baton.context.prompt_cache import CacheUsage
+from baton.models.rules import EFFORT_LEVELS, ModelRules, rules_for
 
 ThinkingDisplay = Literal["summarized", "omitted"]
 _THINKING_TYPES = ("adaptive", "between_tools", "disabled", "enabled")
@@ -63,7 +63,7 @@ def capabilities_for(rules: ModelRules) -> dict[str, Any]:
 class StandInModel(BaseModel):
     """One row of the stand-in's Models API: limits, lifecycle and behaviour of a model id.
 
-    Fields left out take the model's values from its id (`baton.context.model_rules`):
+    Fields left out take the model's values from its id (`baton.models.rules`):
     `line`, `capabilities`, `token_ratio` (tokens per estimated token: 1.3 from the 4.7
     generation on), `thinking_display` (the default when a request names none: `omitted` on
     the models that always think) and `between_tools_as_thinking` (text right before a tool

@@ -18,10 +18,10 @@ import anyio
 import uvicorn
 from anyio.abc import TaskStatus
 
-from baton.actors.anthropic_model import AnthropicModel
-from baton.actors.model import Model
-from baton.actors.scripted_model import ScriptedResponse
 from baton.context.prompt_cache import PrefixCache
+from baton.models.anthropic import AnthropicModel
+from baton.models.protocol import Model
+from baton.models.scripted import ScriptedResponse
 from baton.server.embedded_uvicorn import EmbeddedUvicorn
 from baton.testing._standin_app import StandInApp
 from baton.testing._standin_models import DEFAULT_MODELS, StandInModel

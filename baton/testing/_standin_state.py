@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 import anyio
 
-from baton.actors.model import Model
-from baton.actors.scripted_model import ScriptedResponse
 from baton.context.prompt_cache import PrefixCache
+from baton.models.protocol import Model
+from baton.models.scripted import ScriptedResponse
 from baton.testing._standin_models import StandInModel
 from baton.testing._standin_thinking import DroppedBlock, Signer
 

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from baton.context.model_rules import thinking_type, thinks
 from baton.context.tokens import BLOCK_OVERHEAD_TOKENS, estimate_block_tokens, estimate_text_tokens
 from baton.context.validation import THINKING_BLOCK_TYPES
+from baton.models.rules import thinking_type, thinks
 from baton.testing._standin_models import StandInModel, ThinkingDisplay
 
 HIDDEN_THINKING_TOKENS = 32

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from baton.context.agent_context import AgentContext
+from baton.pipeline.agent_context import AgentContext
 
 
 def test_findings_merge_under_their_source_without_touching_the_original() -> None:

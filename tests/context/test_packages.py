@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from baton.context.packages import (
+from baton.errors import InvalidPackageError, PackageVersionError
+from baton.pipeline.packages import (
     ContextPackage,
     ExecuteToInitContext,
     InitToExecuteContext,
     ScenarioCompletion,
     parse_package,
 )
-from baton.errors import InvalidPackageError, PackageVersionError
 
 # Seed 001's two examples, verbatim.
 INIT_TO_EXECUTE = """

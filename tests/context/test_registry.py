@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from baton.actors.config import parse_config
 from baton.context.extract_state import ExtractStateStrategy
 from baton.context.registry import STRATEGIES, make_strategy
 from baton.context.sliding_window import SlidingWindowStrategy
 from baton.context.strategy import ContextBudget, ContextStrategy
 from baton.context.summarize import SummarizeStrategy
 from baton.errors import UsageError
+from baton.pipeline.config import parse_config
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baton.actors.journal import decode_line
+from baton.agents.journal import decode_line
 from baton.mailboxes.sqlite import DATABASE
 from baton.testing import read_token_log
 from tests.e2e.test_process import BATON, SCENARIO, env, scenario_workspace

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from baton.actors.journal import decode_line
+from baton.agents.journal import decode_line
 from baton.testing import DEFAULT_MODELS, MessagesAPIStandIn, StandInModel
 from tests.tool_loop import FINAL_ANSWER, ToolLoop, continuations
 

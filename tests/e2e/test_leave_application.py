@@ -10,17 +10,17 @@ import anyio
 import pytest
 
 from baton import Runtime
-from baton.actors.artifacts import (
+from baton.context.validation import validate_request
+from baton.pipeline.artifacts import (
     ArtifactStore,
     AttributionAnalysis,
     EvaluationResult,
     ExecutionTrace,
     Sample,
 )
-from baton.actors.messages import ScenarioQuery, ScenarioState, StartScenario
-from baton.actors.offline_model import OfflineModel
-from baton.actors.pipeline import open_pipeline
-from baton.context.validation import validate_request
+from baton.pipeline.host import open_pipeline
+from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.pipeline.offline_model import OfflineModel
 from baton.testing import MessagesAPIStandIn, read_token_log
 from tests.tool_loop import continuations
 

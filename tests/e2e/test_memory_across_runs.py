@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 
 from baton import Runtime
-from baton.actors.messages import ScenarioState, StartScenario
-from baton.actors.pipeline import open_pipeline
 from baton.memory import open_memory
+from baton.pipeline.host import open_pipeline
+from baton.pipeline.messages import ScenarioState, StartScenario
 from baton.testing import read_token_log
 from tests.e2e.test_leave_application import NAME, run_to_end, workspace
 

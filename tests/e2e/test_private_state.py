@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from baton import Runtime
-from baton.actors.messages import StartScenario
-from baton.actors.pipeline import open_pipeline
+from baton.pipeline.host import open_pipeline
+from baton.pipeline.messages import StartScenario
 from baton.server._workspace_claim import claim_workspace
 from baton.server.control_server import ControlServer
 

@@ -22,7 +22,7 @@ from typing import IO, Any
 import anyio
 
 import baton
-from baton.actors.pipeline import model_mode
+from baton.pipeline.host import model_mode
 from baton.testing import read_token_log
 
 BATON = str(Path(sys.executable).parent / "baton")

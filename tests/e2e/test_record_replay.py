@@ -17,11 +17,11 @@ from typing import Any
 import anyio
 import pytest
 
-from baton.actors.offline_model import OfflineModel
-from baton.actors.recording import RECORDING_FILE as RECORDING
-from baton.actors.recording import Recording
+from baton.models.recording import RECORDING_FILE as RECORDING
+from baton.models.recording import Recording
+from baton.pipeline.offline_model import OfflineModel
 from baton.testing import MessagesAPIStandIn, read_token_log
-from tests.actors.test_scheduler import NAME, design_turns, iteration_turns, make_scenario
+from tests.pipeline.test_scheduler import NAME, design_turns, iteration_turns, make_scenario
 
 BATON = str(Path(sys.executable).parent / "baton")
 DEADLINE = 25.0

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 from baton.testing import read_token_log
-from tests.actors.test_cost_cap import scripted, set_cap
 from tests.e2e.test_process import BATON, env
+from tests.pipeline.test_cost_cap import scripted, set_cap
 
 REPORT = Path(".baton") / "reports" / "mini.html"
 

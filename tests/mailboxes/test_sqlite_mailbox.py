@@ -1,5 +1,6 @@
-"""SqliteMailbox: stored on send, redelivered after a crash, deduplicated, dead-lettered with
-a reason, bounded; and the runtime's default in a workspace."""
+"""SqliteMailbox's own ways (the rules every mailbox keeps are in `test_contract.py`): what it
+writes to the database's `dead_letters` table, a stored row it cannot read back, and the
+runtime's default mailbox in a workspace."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ from pathlib import Path
 from typing import ClassVar
 
 import anyio
-import pytest
 from anyio import wait_all_tasks_blocked
 from pydantic import BaseModel
 
-from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes import Envelope
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.sqlite import SqliteMailbox, SqliteStore
@@ -46,42 +45,9 @@ def ping(n: int) -> Envelope:
     return Envelope("box", Ping(n=n))
 
 
-async def test_fifo_and_ack_removes_for_good(tmp_path: Path) -> None:
-    db = tmp_path / "m.sqlite3"
-    async with process(db) as open_box:
-        box = await open_box()
-        for n in range(3):
-            await box.send(ping(n))
-        got = [await box.receive() for _ in range(3)]
-        for delivery in got:
-            await box.ack(delivery)
-    async with process(db) as open_box:
-        box = await open_box()
-        await box.close()
-        with pytest.raises(MailboxClosedError):
-            await box.receive()
-    assert [0, 1, 2] == [d.envelope.payload.n for d in got]
-
-
-async def test_unacked_messages_are_redelivered_after_a_crash_one_attempt_later(
-    tmp_path: Path,
-) -> None:
-    db = tmp_path / "m.sqlite3"
-    async with process(db) as open_box:
-        box = await open_box()
-        first = ping(1)
-        await box.send(first)
-        await box.send(ping(2))
-        taken = await box.receive()  # in flight when the process "dies"
-    async with process(db) as open_box:
-        box = await open_box()
-        again = [await box.receive() for _ in range(2)]
-    assert first.id == taken.envelope.id == again[0].envelope.id
-    assert [(1, 2), (2, 1)] == [(d.envelope.payload.n, d.envelope.attempt) for d in again]
-    assert Ping(n=1) == again[0].envelope.payload
-
-
 async def test_a_message_that_kills_every_process_is_dead_lettered(tmp_path: Path) -> None:
+    """Dead-lettered at the third start with max_attempts=2: the sink and the database's
+    `dead_letters` table hold it with the reason, and the next message is delivered."""
     db = tmp_path / "m.sqlite3"
     sink = Sink()
     async with process(db, sink) as open_box:
@@ -105,23 +71,11 @@ async def test_a_message_that_kills_every_process_is_dead_lettered(tmp_path: Pat
     assert "delivered 2 time(s) and never acked" in sink.letters[0][1]
 
 
-async def test_an_envelope_sent_again_with_a_known_id_is_dropped(tmp_path: Path) -> None:
-    db = tmp_path / "m.sqlite3"
-    async with process(db) as open_box:
-        box = await open_box()
-        message = ping(1)
-        await box.send(message)
-        await box.send(message)  # queued twice
-        delivery = await box.receive()
-        await box.ack(delivery)
-        await box.send(message)  # acked, then re-sent (a sender that crashed and retried)
-        depth = box.depth()
-    assert (1, 0) == (delivery.envelope.payload.n, depth)
-
-
 async def test_an_unreadable_stored_message_is_dead_lettered_and_the_next_delivered(
     tmp_path: Path,
 ) -> None:
+    """A stored row whose type no handler knows is moved to `dead_letters` with the codec's
+    reason when the mailbox loads; the message behind it is delivered."""
     db = tmp_path / "m.sqlite3"
     sink = Sink()
     async with process(db, sink) as open_box:
@@ -141,65 +95,6 @@ async def test_an_unreadable_stored_message_is_dead_lettered_and_the_next_delive
     assert 1 == delivery.envelope.payload.n
     assert 1 == len(dead)
     assert "stored message type 'Gone' is not handled here; known: Ping" in dead[0][1]
-
-
-async def test_nack_requeues_first_or_dead_letters_with_the_reason(tmp_path: Path) -> None:
-    sink = Sink()
-    async with process(tmp_path / "m.sqlite3", sink) as open_box:
-        box = await open_box()
-        await box.send(ping(1))
-        await box.send(ping(2))
-        first = await box.receive()
-        await box.nack(first, requeue=True, reason="try again")
-        again = await box.receive()
-        await box.nack(again, requeue=False, reason="gave up")
-        second = await box.receive()
-    assert [(1, 2), (2, 1)] == [(d.envelope.payload.n, d.envelope.attempt) for d in (again, second)]
-    assert [(1, "gave up")] == [(e.payload.n, r) for e, r in sink.letters]
-
-
-async def test_send_waits_while_full_and_send_nowait_is_refused(tmp_path: Path) -> None:
-    async with process(tmp_path / "m.sqlite3") as open_box:
-        box = await open_box(capacity=1)
-        await box.send(ping(1))
-        sent = anyio.Event()
-
-        async def third() -> None:
-            await box.send(ping(2))
-            sent.set()
-
-        with pytest.raises(MailboxBlockedError):
-            box.send_nowait(ping(9))
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(third)
-            await wait_all_tasks_blocked()
-            waited = not sent.is_set()
-            await box.receive()
-            with anyio.fail_after(5):
-                await sent.wait()
-    assert waited
-
-
-async def test_close_lets_receive_drain_then_refuses(tmp_path: Path) -> None:
-    async with process(tmp_path / "m.sqlite3") as open_box:
-        box = await open_box()
-        await box.send(ping(1))
-        await box.close()
-        with pytest.raises(MailboxClosedError):
-            await box.send(ping(2))
-        drained = await box.receive()
-        with pytest.raises(MailboxClosedError):
-            await box.receive()
-    assert 1 == drained.envelope.payload.n
-
-
-def test_the_codec_refuses_what_it_cannot_store_or_read() -> None:
-    with pytest.raises(InvalidMessageError, match="pydantic messages only"):
-        CODEC.encode(Envelope("box", {"n": 1}))
-    with pytest.raises(InvalidMessageError, match="does not validate"):
-        CODEC.decode(CODEC.encode(ping(1)).replace('"n":1', '"n":"one"'))
-    with pytest.raises(InvalidMessageError, match="not JSON"):
-        CODEC.decode("{")
 
 
 class Stuck(Actor):

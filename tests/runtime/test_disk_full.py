@@ -19,9 +19,9 @@ from structlog.testing import capture_logs
 
 import baton
 from baton import Actor, Runtime, handler
-from baton.actors.messages import ScenarioQuery
 from baton.errors import DiskFullFailure
 from baton.mailboxes.sqlite import SqliteStore
+from baton.pipeline.messages import ScenarioQuery
 from baton.runtime import SupervisorPolicy, token_log
 from baton.runtime.runtime import sqlite_mailboxes
 from baton.runtime.token_log import TokenLog
@@ -213,7 +213,7 @@ _FSIZE_SCRIPT = textwrap.dedent(
     """
     import anyio, json, resource, sys
     from pathlib import Path
-    from baton.actors.journal import FileJournalStore
+    from baton.agents.journal import FileJournalStore
     from baton.errors import FileTooLargeFailure
 
     async def main(root: Path) -> None:

@@ -16,23 +16,23 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from baton import Actor, Runtime, handler
-from baton.actors.config import parse_config
-from baton.actors.journal import MemoryJournalStore
-from baton.actors.messages import Prompt
-from baton.actors.pipeline import journal_for
-from baton.actors.redis_journal import RedisJournalStore
-from baton.actors.roles import InitActor, agent_setup
-from baton.actors.scripted_model import Script, ScriptedModel
+from baton.agents.journal import MemoryJournalStore
+from baton.agents.redis_journal import RedisJournalStore
 from baton.errors import (
     ConfigError,
     HandlerFailedError,
     RuntimeFailure,
     UnknownActorError,
 )
+from baton.models.scripted import Script, ScriptedModel
+from baton.pipeline.config import parse_config
+from baton.pipeline.host import journal_for
+from baton.pipeline.messages import Prompt
+from baton.pipeline.roles import InitActor, agent_setup
 from baton.runtime.ref import ActorRef
 from baton.runtime.token_log import TokenLog
 from baton.server import create_control_app
-from tests.actors.test_agent import config as agent_config
+from tests.agents.test_agent import config as agent_config
 
 
 class Hello(BaseModel):

@@ -54,7 +54,7 @@ def test_pyproject_makes_redis_an_extra_that_dev_includes() -> None:
 
 
 def test_baton_and_its_packages_import_without_redis(tmp_path: Path) -> None:
-    """`import baton`, `baton.actors`, `baton.server` and the CLI load with redis-py absent."""
+    """`import baton`, `baton.agents`, `baton.server` and the CLI load with redis-py absent."""
     code = """
 try:
     import redis
@@ -62,7 +62,7 @@ except ModuleNotFoundError:
     pass
 else:
     raise SystemExit("redis-py was importable: nothing below would be tested without it")
-import baton, baton.actors, baton.server, baton.server.cli, baton.runtime, baton.mailboxes
+import baton, baton.agents, baton.server, baton.server.cli, baton.runtime, baton.mailboxes
 print(sorted(name for name in sys.modules if name.split(".")[0] == "redis"))
 """
     result = run_without_redis(code, cwd=tmp_path)

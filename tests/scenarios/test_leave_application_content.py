@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from baton.actors.artifacts import (
+from baton.agents.tools import ListInput, ReadInput, WriteInput
+from baton.pipeline.artifacts import (
     EvaluationResult,
     FailureSummary,
     Layer1ProblemsReport,
     artifact_model,
     validate_artifact,
 )
-from baton.actors.tools import ListInput, ReadInput, WriteInput
-from baton.context.packages import (
+from baton.pipeline.packages import (
     ExecuteToInitContext,
     InitToExecuteContext,
     ScenarioCompletion,

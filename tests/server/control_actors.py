@@ -8,7 +8,7 @@ import anyio
 from pydantic import BaseModel
 
 from baton import Actor, handler
-from baton.actors.messages import (
+from baton.pipeline.messages import (
     Approve,
     Reject,
     ScenarioQuery,

@@ -16,9 +16,9 @@ import pytest
 import structlog
 from anyio.from_thread import start_blocking_portal
 
-from baton.actors.config import load_config
 from baton.errors import UnknownMemoryError
 from baton.memory import MemoryEntry, open_memory
+from baton.pipeline.config import load_config
 from baton.runtime import Runtime
 from baton.server import ControlServer
 from baton.server._workspace_claim import CONTROL_SOCKET

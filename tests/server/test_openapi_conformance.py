@@ -24,12 +24,12 @@ from schemathesis.engine.events import FatalError, NonFatalError, ScenarioFinish
 from schemathesis.python.asgi import shutdown_lifespans
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from baton.actors.config import load_config
-from baton.actors.pipeline import open_pipeline
-from baton.actors.pipeline_api import PIPELINE_PROTOCOL
+from baton.pipeline.config import load_config
+from baton.pipeline.host import open_pipeline
 from baton.runtime import Runtime
 from baton.server import create_control_app
 from baton.server._openapi import message_types
+from baton.server._pipeline_api import PIPELINE_PROTOCOL
 
 SEED = 21
 CONFIG = schemathesis.Config.from_dict(

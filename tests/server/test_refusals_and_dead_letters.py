@@ -20,11 +20,11 @@ from control_actors import Greeter, quick_policy
 from pydantic import BaseModel
 
 from baton import Actor, handler
-from baton.actors.config import load_config
-from baton.actors.pipeline import open_pipeline
-from baton.actors.scenario import PendingHandoff, ScenarioConfig, ScenarioRecord
-from baton.context.packages import InitToExecuteContext
 from baton.errors import UsageError
+from baton.pipeline.config import load_config
+from baton.pipeline.host import open_pipeline
+from baton.pipeline.packages import InitToExecuteContext
+from baton.pipeline.scenario import PendingHandoff, ScenarioConfig, ScenarioRecord
 from baton.runtime import Runtime
 from baton.server import ControlServer, create_control_app
 from baton.server._approvals import decide_commands

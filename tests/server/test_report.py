@@ -13,14 +13,14 @@ from typing import Any
 import anyio
 import pytest
 
-from baton.actors.pricing import ModelPrice, cost_usd
 from baton.context.usage import Usage
 from baton.errors import CommandLineError, UsageError
+from baton.models.pricing import ModelPrice, cost_usd
 from baton.runtime.token_records import ContextCompacted, HandoffSent, ModelCall
 from baton.server._report_data import build_report, load_report, select
 from baton.server._report_html import MARKER_COLUMN, PLOT, _Axis, downsample, render, thin, usd
 from baton.server.cli import main
-from tests.actors.test_offline_model import unblock
+from tests.pipeline.test_offline_model import unblock
 
 SCENARIO = "leave"
 USAGE_KEYS = (

@@ -14,7 +14,7 @@ from control_actors import Hello, quick_policy
 from test_control_api import JSON, error_of, serve_api
 
 from baton import Actor, Runtime, handler
-from baton.actors.messages import Dispatch
+from baton.pipeline.messages import Dispatch
 from baton.server import create_control_app
 from baton.server._json_shape import JsonShape, json_shape
 from baton.server._request_limits import INLINE_CHECK_BYTES, MAX_JSON_VALUES

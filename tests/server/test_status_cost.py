@@ -7,13 +7,13 @@ from pathlib import Path
 import httpx2
 
 from baton import Runtime
-from baton.actors.messages import ScenarioState, StartScenario
-from baton.actors.pipeline import open_pipeline
+from baton.pipeline.host import open_pipeline
+from baton.pipeline.messages import ScenarioState, StartScenario
 from baton.server import create_control_app
 from baton.server._control_models import StatusReport
 from baton.server._render import cost_figure, render_status
 from baton.testing import read_token_log
-from tests.actors.test_cost_cap import scripted, set_cap, settled, wait_for
+from tests.pipeline.test_cost_cap import scripted, set_cap, settled, wait_for
 
 
 async def test_status_shows_the_runs_cost_so_far_and_its_cap(tmp_path: Path) -> None:

@@ -3,8 +3,8 @@ budget (until when), and a scenario waiting for the model (retrying when)."""
 
 from __future__ import annotations
 
-from baton.actors.messages import ScenarioState
 from baton.errors import NoSchedulerError
+from baton.pipeline.messages import ScenarioState
 from baton.server._control_models import ActorReport, StatusReport
 from baton.server._render import render_status
 

@@ -9,8 +9,8 @@ import httpx2
 import pytest
 from anthropic import AsyncAnthropic
 
-from baton.context.model_rules import current_models, rules_for
 from baton.context.tokens import estimate_payload_tokens
+from baton.models.rules import current_models, rules_for
 from baton.testing import DEFAULT_MODELS, MessagesAPIStandIn, StandInModel
 
 HELLO: list[Any] = [{"role": "user", "content": "Hello there, how are you today?"}]

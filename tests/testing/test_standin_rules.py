@@ -8,7 +8,7 @@ import anthropic
 import pytest
 from anthropic import AsyncAnthropic
 
-from baton.context.model_rules import EFFORT_LEVELS
+from baton.models.rules import EFFORT_LEVELS
 from baton.testing import DEFAULT_MODELS, MessagesAPIStandIn
 
 TOOLS: list[Any] = [{"name": "Read", "input_schema": {"type": "object"}}]

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from baton.actors.artifacts import artifact_model, validate_artifact
+from baton.pipeline.artifacts import artifact_model, validate_artifact
 from tools.leave_application_script._turns import Turn, build_turns
 from tools.leave_application_script._world import SCENARIO_DIR
 

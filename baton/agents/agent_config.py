@@ -1,0 +1,134 @@
+"""An agent actor's configuration: its model, thinking and context budget.
+
+It lives with the actors that use it; `baton.toml`'s `[actors.<name>]` tables are parsed into
+it by the runtime's config loader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import AfterValidator, ConfigDict, Field, field_validator
+
+from baton.agents.prompt_files import path_problem
+from baton.context.ledger_patterns import compile_pattern
+from baton.context.strategy import DEFAULT_BUDGETS, BudgetFields
+from baton.models.rules import CURRENT_MODELS
+
+StrategyName = Literal["summarize", "sliding_window", "extract_state"]
+FactPattern = Annotated[str, AfterValidator(lambda p: compile_pattern(p).pattern)]
+"""An id pattern of `fact_patterns`: a regular expression that cannot match nothing."""
+
+
+class ContextReporter(Protocol):
+    """Where an agent reports how full its context is (the runtime's status registry)."""
+
+    def register(self, actor: str, provider: Callable[[], Mapping[str, int]]) -> None: ...
+
+    def unregister(
+        self, actor: str, provider: Callable[[], Mapping[str, int]] | None = None
+    ) -> None: ...
+
+
+class TokenSink(Protocol):
+    """Where an agent's token-log events go (the runtime's `TokenLog`)."""
+
+    def emit(self, event: str, **fields: Any) -> None: ...
+
+
+class AgentConfig(BudgetFields):
+    """One agent actor's model, thinking setting and context budget.
+
+    The budget keys, their checks and their error messages are `ContextBudget`'s
+    (`BudgetFields`); the rest is how the agent runs.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    strategy: StrategyName = "summarize"
+    max_steps: int = Field(50, ge=1)
+    load_budget_tokens: int = Field(40_000, ge=1)
+    tool_timeout_s: float = Field(60.0, gt=0)
+    max_concurrency: int = Field(8, ge=1)
+    max_concurrent_keys: int = Field(
+        8,
+        ge=1,
+        le=1024,
+        description="conversations (scenario runs) the agent works on at once",
+    )
+    system_prompt: str | None = Field(
+        None, description="workspace-relative path of a system prompt replacing the shipped one"
+    )
+    fact_patterns: list[FactPattern] = Field(
+        default_factory=list,
+        description="regular expressions of ids to keep in the key-fact ledger (docs/context.md)",
+    )
+    stride: int = Field(
+        1,
+        ge=1,
+        description="summarize, extract_state: steps the whole part may grow by before older "
+        'tool results are stripped in one batch (docs/context.md, "summarize")',
+    )
+    strip_batch_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="summarize: strip sooner, once the steps past the newest N hold more "
+        "than this many tokens",
+    )
+
+    min_compaction_gain: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="share of compact_threshold a compaction must free; after two in a row "
+        "that free less the agent stops compacting (docs/context.md)",
+    )
+
+    @property
+    def strategy_options(self) -> dict[str, Any]:
+        """The options `strategy` takes from this table; a strategy ignores the others, so the
+        built-in agents' defaults do not stop a table that picks another strategy."""
+        if self.strategy == "summarize":
+            return {"stride": self.stride, "strip_batch_tokens": self.strip_batch_tokens}
+        if self.strategy == "extract_state":
+            return {"stride": self.stride}
+        return {}
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _inside_the_workspace(cls, value: str | None) -> str | None:
+        # Checked by spelling here; where a link leads is checked when the file is read.
+        problem = None if value is None else path_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+
+DEFAULT_AGENTS: dict[str, dict[str, Any]] = {
+    # Opus always thinks; Execute thinks when it judges a step worth it; the Scheduler's
+    # one-line task summaries need none (docs/models.md). Init and Execute strip older tool
+    # results in batches, so the prompt cache holds between them (docs/context.md,
+    # "summarize"); the sizes are where bench/token_cost.py bills least.
+    "init": {
+        "model": CURRENT_MODELS["opus"],
+        "thinking": "adaptive",
+        "stride": 8,
+        "strip_batch_tokens": 30_000,
+        **DEFAULT_BUDGETS["init"],
+    },
+    "execute": {
+        "model": CURRENT_MODELS["sonnet"],
+        "thinking": "adaptive",
+        "stride": 10,
+        "strip_batch_tokens": 40_000,
+        **DEFAULT_BUDGETS["execute"],
+    },
+    "scheduler": {
+        "model": CURRENT_MODELS["haiku"],
+        "thinking": "off",
+        **DEFAULT_BUDGETS["scheduler"],
+    },
+}
+"""The built-in agents' models, thinking and budgets; `[actors.<name>]` keys override them."""

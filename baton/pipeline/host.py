@@ -1,0 +1,293 @@
+"""The pipeline: Init, Execute and the Scheduler, spawned into a runtime with their models.
+
+`ANTHROPIC_API_KEY` set → every agent talks to Claude through `AnthropicModel` (one client
+per model name, so agents on the same model share its concurrency limit); unset → the
+offline scripted model, announced as such. The lifetime is an `async with`: on exit the
+agents stop (draining their mailboxes) before their model clients close.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import structlog
+
+from baton.agents._artifact_io import remove_write_leftovers
+from baton.agents.agent_config import AgentConfig
+from baton.agents.agent_setup import AgentSetup
+from baton.agents.journal import FileJournalStore, JournalStore
+from baton.context.strategy import ContextBudget
+from baton.errors import NoScenarioModelError, RecordingNeedsKeyError, UsageError
+from baton.memory import MemoryStore
+from baton.models.check import AgentModel, check_agent_models
+from baton.models.protocol import Model
+from baton.models.recording import RecordingModel
+from baton.models.retry import ModelRetry
+from baton.pipeline.config import BatonConfig
+from baton.pipeline.memory_config import pipeline_memory
+from baton.pipeline.messages import SCHEDULER, ScenarioState
+from baton.pipeline.offline_model import OfflineModel
+from baton.pipeline.roles import EXECUTE, INIT, ExecuteActor, InitActor, agent_setup
+from baton.pipeline.scenario import SCENARIOS_DIR
+from baton.pipeline.scheduler import SchedulerActor
+from baton.pipeline.scheduler_memory import SchedulerMemory
+from baton.pipeline.spend import SpendLedger, load_spend
+from baton.runtime.runtime import Runtime
+
+log = structlog.get_logger(__name__)
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+AGENTS = (INIT, EXECUTE, SCHEDULER)
+
+
+def online(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether Claude is used: an API key is set."""
+    return bool((os.environ if environ is None else environ).get(API_KEY_ENV))
+
+
+def model_mode(environ: Mapping[str, str] | None = None) -> str:
+    """One line for the start banner: which model runs, and why."""
+    if online(environ):
+        return f"Claude ({API_KEY_ENV} set)"
+    return (
+        f"offline scripted model ({API_KEY_ENV} not set): replies come from scenario "
+        "recordings and scripts, not from Claude"
+    )
+
+
+@dataclass
+class Pipeline:
+    """The running agents and the model clients they use."""
+
+    mode: str
+    models: dict[str, Model] = field(default_factory=dict)
+    offline: OfflineModel | None = None
+    warnings: list[str] = field(default_factory=list)
+    spend: SpendLedger | None = None  # each scenario run's spend and cap; prices
+    _next_end: anyio.Event = field(default_factory=anyio.Event)
+    _ended: list[ScenarioState] = field(default_factory=list)
+
+    def next_scenario_end(self) -> anyio.Event:
+        """Set when the next scenario ends; take it *before* checking, so no end is missed."""
+        return self._next_end
+
+    def take_ended(self) -> list[ScenarioState]:
+        """The scenarios that ended (completed, failed, stopped) since the last call."""
+        ended, self._ended = self._ended, []
+        return ended
+
+    def _scenario_ended(self, state: ScenarioState) -> None:
+        self._ended.append(state)
+        ended, self._next_end = self._next_end, anyio.Event()
+        ended.set()
+
+
+def require_offline_source(offline: OfflineModel, scenario: str) -> None:
+    """`NoScenarioModelError` unless `scenario` has a recording or an offline script."""
+    if offline.source_for(scenario) is None:
+        raise NoScenarioModelError(scenario)
+
+
+def journal_for(runtime: Runtime) -> JournalStore:
+    """Journals beside the mailboxes: in the workspace, or in Redis when processes share them
+    (whichever worker handles a conversation's message must see all of it)."""
+    distributed = runtime.distributed
+    if distributed is None:
+        assert runtime.workspace is not None
+        return FileJournalStore(runtime.workspace)
+    # Imported here: `import baton` does not load redis-py.
+    from baton.agents.redis_journal import RedisJournalStore  # noqa: PLC0415
+
+    return RedisJournalStore(
+        distributed.client,
+        owner=distributed.consumer,
+        prefix=distributed.settings.prefix,
+        lease_ttl=distributed.settings.lease_ttl,
+    )
+
+
+def check_roles(roles: Sequence[str]) -> tuple[str, ...]:
+    """The pipeline agents named, in pipeline order; `UsageError` for any other name."""
+    unknown = [role for role in roles if role not in AGENTS]
+    if unknown or not roles:
+        raise UsageError(
+            f"unknown pipeline actor(s) {', '.join(map(repr, unknown)) or '(none given)'}: "
+            f"choose from {', '.join(AGENTS)}"
+        )
+    return tuple(role for role in AGENTS if role in roles)
+
+
+def model_concurrency(deployment: BatonConfig, roles: Iterable[str]) -> dict[str, int]:
+    """Calls in flight allowed per model: one client serves every agent on a model, sized
+    for the largest `max_concurrency` among them (README.md, "Configuration")."""
+    concurrency: dict[str, int] = {}
+    for role in roles:
+        config = deployment.agent(role)
+        concurrency[config.model] = max(concurrency.get(config.model, 0), config.max_concurrency)
+    return concurrency
+
+
+async def _ready_workspace(runtime: Runtime) -> Path:
+    """The runtime's workspace (the pipeline needs one), rid of the temp files of writes a
+    killed process left under `scenarios/`."""
+    workspace = runtime.workspace
+    if workspace is None:
+        raise UsageError("the pipeline needs a workspace: Runtime.open(workspace=...)")
+    removed = await anyio.to_thread.run_sync(remove_write_leftovers, workspace / SCENARIOS_DIR)
+    if removed:
+        log.info("artifacts.leftovers_removed", count=removed)
+    return workspace
+
+
+@asynccontextmanager
+async def open_pipeline(
+    runtime: Runtime,
+    *,
+    environ: Mapping[str, str] | None = None,
+    roles: Sequence[str] = AGENTS,
+    model_retry: ModelRetry | None = None,
+    record: bool = False,
+    require_scenario_model: bool = False,
+) -> AsyncIterator[Pipeline]:
+    """Spawn the pipeline's agents (all three, or `roles` of them: other processes run the
+    rest over a shared Redis) into `runtime` for the block (it needs a workspace).
+    `model_retry` replaces how Init and Execute wait out an unavailable model (tests inject
+    a sleep there). `record` appends every reply of a scenario's call to its recording (it
+    needs the API key); `require_scenario_model` refuses offline the submit of a scenario
+    with neither a recording nor a script (docs/recordings.md), as `baton run` does."""
+    workspace = await _ready_workspace(runtime)
+    roles = check_roles(roles)
+    if roles != AGENTS and runtime.distributed is None:
+        raise UsageError(
+            f"running only {', '.join(roles)} needs the other actors in other processes: "
+            "use a redis://HOST:PORT/DB mailbox"
+        )
+    if record and not online(environ):
+        raise RecordingNeedsKeyError
+    pipeline = Pipeline(mode=model_mode(environ))
+    journal = journal_for(runtime)
+    async with AsyncExitStack() as clients:
+        offline = None if online(environ) else OfflineModel(workspace)
+        pipeline.offline = offline
+        check_model = (
+            functools.partial(require_offline_source, offline)
+            if offline is not None and require_scenario_model
+            else None
+        )
+
+        async def model_for(config: AgentConfig) -> Model:
+            if offline is not None:
+                return offline
+            known = pipeline.models.get(config.model)
+            if known is not None:
+                return known
+            # Imported here: the SDK costs half a second to load and offline runs skip it.
+            sdk_model = importlib.import_module("baton.models.anthropic")
+            client = sdk_model.AnthropicModel(
+                config.model,
+                context_window=config.context_window,
+                max_output_tokens=config.max_output_tokens,
+                # One client per model, so one limiter and one 429 pause for every agent and
+                # conversation that calls it; its size is the largest the agents ask for.
+                max_concurrency=concurrency[config.model],
+            )
+            created: Model = await clients.enter_async_context(client)
+            if record:
+                created = RecordingModel(created, workspace)
+            pipeline.models[config.model] = created
+            return created
+
+        deployment = BatonConfig.of(runtime.config)
+        concurrency = model_concurrency(deployment, roles)
+        agents = [
+            AgentModel(role, config, await model_for(config))
+            for role in roles
+            for config in [deployment.agent(role)]
+        ]
+        # Before any agent starts: a retired model stops the process here, with one line.
+        pipeline.warnings = await check_agent_models(agents)
+        pipeline.spend = spend = await load_spend(deployment, workspace, runtime.token_log.path)
+        # Closed after the agents stop (the exit stack unwinds after the `finally` below).
+        memory = await clients.enter_async_context(pipeline_memory(workspace, deployment.memory))
+        spawned: list[str] = []
+        try:
+            # Messages left by a previous run are redelivered at once: no agent may hand
+            # off to a Scheduler not yet spawned, nor the Scheduler dispatch to an agent.
+            async with runtime.starting_together():
+                for role, agent in zip(roles, agents, strict=True):
+                    setup = agent_setup(
+                        role,
+                        agent.config,
+                        workspace=workspace,
+                        model=agent.model,
+                        journal=journal,
+                        token_log=runtime.token_log,
+                        context_reporter=runtime.context_providers,
+                        write_paths=deployment.sandbox.write_paths,
+                        memory=memory,
+                        recall_limit=deployment.memory.recall_limit,
+                    )
+                    setup = dataclasses.replace(setup, spend=spend)
+                    if model_retry is not None:
+                        setup = dataclasses.replace(setup, model_retry=model_retry)
+                    if role == SCHEDULER:
+                        await _spawn_scheduler(
+                            runtime,
+                            pipeline,
+                            setup,
+                            deployment=deployment,
+                            check_model=check_model,
+                            memory=memory,
+                        )
+                    else:
+                        actor = InitActor if role == INIT else ExecuteActor
+                        await runtime.spawn(role, actor, setup)
+                    spawned.append(role)
+            log.info("pipeline.started", mode=pipeline.mode, agents=spawned)
+            yield pipeline
+        finally:
+            # The agents first: a round finishing while they drain still hands off to a
+            # running Scheduler; a work order the Scheduler sends after that is saved in
+            # its outbox and sent again at the next start.
+            for role in sorted(spawned, key=lambda role: role == SCHEDULER):
+                if runtime.is_alive(role):
+                    await runtime.stop(role)
+
+
+async def _spawn_scheduler(
+    runtime: Runtime,
+    pipeline: Pipeline,
+    setup: AgentSetup,
+    *,
+    deployment: BatonConfig,
+    check_model: Callable[[str], None] | None,
+    memory: MemoryStore | None,
+) -> None:
+    assert runtime.workspace is not None
+    # Init's and Execute's budgets as configured, even when other processes run them:
+    # submit checks a scenario's overrides against these.
+    budgets = {
+        agent: ContextBudget.model_validate(deployment.agent(agent), from_attributes=True)
+        for agent in (INIT, EXECUTE)
+    }
+    await runtime.spawn(
+        SCHEDULER,
+        SchedulerActor,
+        dataclasses.replace(setup, purpose="task_summary"),
+        runtime.workspace,
+        pipeline._scenario_ended,
+        budgets=budgets,
+        on_warning=pipeline.warnings.append,
+        check_model=check_model,
+        memory=None
+        if memory is None
+        else SchedulerMemory(memory, deployment.memory, runtime.token_log),
+    )

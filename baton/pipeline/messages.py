@@ -1,0 +1,224 @@
+"""Messages the built-in actors accept (docs/architecture.md, "actors/"); each is a pydantic
+model.
+
+`Prompt` and `Dispatch` go to agent actors; `StartScenario`, `Approve`, `Reject`,
+`ScenarioQuery` go to the Scheduler, and so do the agents' reports on their rounds
+(`HandoffDelivered`, `RoundEnded`, `RoundWaiting`, `WorkRefused`, `SpendCapReached`). Every
+scenario name in them follows one rule (`baton.pipeline.scenario_names`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from baton.agents.budget_overrides import check_override_keys
+from baton.pipeline.agent_context import AgentContext
+from baton.pipeline.packages import HandoffPackage
+from baton.pipeline.scenario_names import ScenarioName
+
+SCHEDULER = "scheduler"
+
+ScenarioPhase = Literal[
+    "designing",
+    "awaiting_approval",
+    "executing",
+    "returned_to_init",
+    "completed",
+    "failed",
+    "stopped",
+]
+ACTIVE_PHASES: frozenset[str] = frozenset(
+    {"designing", "awaiting_approval", "executing", "returned_to_init"}
+)
+
+
+RUN_SEPARATOR = "@"
+"""Scenario names never contain it, so `scenario@run` conversation ids are unambiguous."""
+
+
+def scenario_conversation(scenario: str, run: int) -> str:
+    """The conversation id of a scenario's `run`-th submission: fresh history per run."""
+    return scenario if run <= 1 else f"{scenario}{RUN_SEPARATOR}{run}"
+
+
+def scenario_of(conversation: str) -> str:
+    """The scenario a conversation id belongs to."""
+    return conversation.partition(RUN_SEPARATOR)[0]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Prompt(_Message):
+    """Start a round with this text; asked, the reply is the final assistant text."""
+
+    text: str = Field(min_length=1)
+
+
+class Dispatch(_Message):
+    """The Scheduler's work order to an agent: its task context and the package, if any."""
+
+    scenario: ScenarioName
+    agent_context: AgentContext
+    package: HandoffPackage | None = None
+    budget: Annotated[dict[str, Any], AfterValidator(check_override_keys)] | None = Field(
+        None,
+        description="context budget overrides for this scenario's conversation: budget keys, "
+        "each within its own bounds",
+    )
+    conversation: str | None = Field(
+        None,
+        description="the agent's conversation for this run of the scenario; default: the scenario",
+    )
+    dispatch_id: str | None = Field(
+        None,
+        min_length=1,
+        description="names this work order: the same id delivered twice runs one round",
+    )
+
+    @model_validator(mode="after")
+    def _conversation_is_the_scenarios(self) -> Self:
+        if self.conversation is not None and scenario_of(self.conversation) != self.scenario:
+            raise ValueError(
+                f"conversation {self.conversation!r} is not one of scenario {self.scenario!r}"
+            )
+        return self
+
+    @property
+    def conversation_id(self) -> str:
+        return self.conversation or self.scenario
+
+
+class HandoffDelivered(_Message):
+    """An agent's handoff tool delivered a package; `handoff_id` is stable across retries."""
+
+    scenario: ScenarioName
+    source: str = Field(min_length=1, description="the actor that handed off")
+    conversation: str | None = Field(None, description="the sender's conversation")
+    handoff_id: str = Field(min_length=1)
+    package: HandoffPackage
+    dispatch_id: str | None = Field(None, description="the work order whose round handed off")
+
+
+class RoundEnded(_Message):
+    """An agent ended a scenario round without handing off: the Scheduler must decide."""
+
+    scenario: ScenarioName
+    conversation: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="the agent whose round ended")
+    text: str = Field("", description="the round's final assistant text (cut to 2000 chars)")
+    dispatch_id: str | None = Field(None, description="the dispatch whose round this was")
+
+
+class RoundWaiting(_Message):
+    """An agent's model is unavailable (its call failed after the client's own retries): the
+    round is parked and tried again at `retry_at`. `reason=None` says the wait is over."""
+
+    scenario: ScenarioName
+    conversation: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="the agent whose round waits")
+    reason: str | None = Field(None, description="why, in a few words (API unreachable, ...)")
+    retry_at: datetime | None = Field(None, description="when the call is tried again")
+    dispatch_id: str | None = Field(None, description="the work order whose round waits")
+
+
+class WorkRefused(_Message):
+    """An agent refused a work order, or gave up its round (a `UsageError`: the order is
+    wrong, or the round cannot go on as configured; a `FileTooLargeFailure`: its journal may
+    not grow), so no round will answer it: the Scheduler ends the scenario with the reason
+    instead of waiting."""
+
+    scenario: ScenarioName
+    conversation: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="the agent that refused it")
+    dispatch_id: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+
+class SpendCapReached(_Message):
+    """An agent did not make a scenario round's next call: the run has spent its cap
+    (`max_cost_usd`). The round stays open in the agent's journal; the Scheduler stops the
+    scenario until it is submitted again with a higher cap."""
+
+    scenario: ScenarioName
+    conversation: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="the agent whose round stopped")
+    spent: float = Field(ge=0, description="USD the run has spent")
+    cap: float = Field(gt=0, description="the run's cap in USD")
+    dispatch_id: str | None = Field(None, description="the work order whose round stopped")
+
+
+class StartScenario(_Message):
+    """Submit a scenario to the Scheduler; if it is already active, nothing new starts."""
+
+    scenario: ScenarioName
+    requirement: str | None = Field(
+        None, min_length=1, description="overrides the scenario's requirement (ScenarioConfig)"
+    )
+    auto_approve: bool | None = Field(
+        None, description="overrides the scenario's auto_approve for this run (the approval gate)"
+    )
+    continue_interrupted: bool = Field(
+        False,
+        description="true: a scenario that was active when the Scheduler started (a run a "
+        "stop or crash interrupted) is continued, never started again, even once that run "
+        "has ended; what `baton run --submit` sends, so repeating the command after a crash "
+        "resumes (docs/scenarios.md)",
+    )
+
+
+class Approve(_Message):
+    """Approve the scenario's pending Init → Execute handoff (docs/handoffs.md, "Approval")."""
+
+    scenario: ScenarioName
+
+
+class Reject(_Message):
+    """Reject the pending handoff; the reason goes back to Init in its AgentContext."""
+
+    scenario: ScenarioName
+    reason: str = Field(min_length=1)
+
+
+class ScenarioQuery(_Message):
+    """Ask the Scheduler for one scenario's state, or all of them when `scenario` is None."""
+
+    scenario: ScenarioName | None = None
+
+
+class ScenarioState(BaseModel):
+    """What the Scheduler reports about one scenario."""
+
+    scenario: str
+    phase: ScenarioPhase
+    iteration: int = 0
+    requirement: str | None = None
+    pending_approval: dict[str, Any] | None = None
+    last_report: str | None = None
+    reason: str | None = None
+    waiting: str | None = Field(
+        None,
+        description="why the scenario cannot move on for now and when it tries again, e.g. "
+        "`waiting: init: API unreachable, retrying at 12:03:04`",
+    )
+    started: bool = Field(False, description="True when this request started it")
+    cost_usd: float | None = Field(
+        None,
+        description="estimated USD this run's model calls cost so far (the sum of their "
+        "`cost_usd`); null when a call's price is unknown",
+    )
+    max_cost_usd: float | None = Field(None, description="this run's spend cap; null: none")
+
+
+class ScenarioRefused(BaseModel):
+    """The Scheduler's answer to an `Approve` or `Reject` it cannot carry out: no scenario by
+    that name (`phase` None), or none awaiting approval. An answer, not an error: the
+    request is not dead-lettered, and the control API turns it into a 404 or a 409."""
+
+    scenario: str
+    phase: ScenarioPhase | None = Field(None, description="the scenario's phase; None: unknown")
+    reason: str

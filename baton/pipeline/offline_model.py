@@ -1,0 +1,147 @@
+"""`OfflineModel`: the embedded default when no API key is set.
+
+Each scenario may ship the script the offline model plays for it (`offline_script` in its
+`scenario.toml`) or a recording of a real run (`recording.jsonl`, made by `baton run
+--record`); a call is routed by its `CallContext.scenario` to that scenario's `ReplayModel`
+(a recording comes first) or `ScriptedModel` (docs/recordings.md, "Precedence"). Anything
+else gets the fixed offline reply, which says plainly that no model ran. Scripted replies
+name the model `offline-scripted`, replayed ones `offline-replay`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from pathlib import Path
+from typing import NoReturn
+
+import anyio
+import structlog
+
+from baton.context.payload import Payload
+from baton.errors import ScriptExhaustedError, UsageError
+from baton.models.protocol import CallContext, Model, ModelLimits, ModelResponse, current_call
+from baton.models.recording import Recording, ReplayedCall, ReplayModel, recording_path
+from baton.models.scripted import (
+    OFFLINE_MODEL_NAME,
+    Policy,
+    Script,
+    ScriptedCall,
+    ScriptedModel,
+    default_policy,
+)
+from baton.pipeline.scenario import load_scenario, scenario_dir
+
+log = structlog.get_logger(__name__)
+
+KEEP_CALLS = 10_000
+
+
+def shown_path(path: Path, workspace: Path) -> str:
+    """`path` as messages show it: relative to the workspace when it lies inside."""
+    return str(path.relative_to(workspace)) if path.is_relative_to(workspace) else str(path)
+
+
+def ran_out(shown: str, script: Script) -> Policy:
+    """The policy of a scenario's offline script: a turn past the end of its actor's turns
+    stops the round with `ScriptExhaustedError` naming the file, the actor and the turn,
+    rather than a reply blaming a missing API key (docs/scenarios.md, "When the script runs
+    out")."""
+
+    def policy(payload: Payload, context: CallContext) -> NoReturn:
+        del payload  # only which turn of whom was asked matters
+        actor = script.for_actor(context.actor)
+        length = len(actor.turns) if actor is not None else 0
+        raise ScriptExhaustedError(
+            context.actor, context.turn, length, script=shown, scenario=context.scenario
+        )
+
+    return policy
+
+
+class OfflineModel:
+    """Routes each call to the script of the scenario it is for."""
+
+    # Replies are computed here, without latency: an agent waits for a summary it asked for
+    # in the background at the threshold instead of going on past it, so offline runs
+    # compact at the same steps every time (docs/context.md, "Background compaction").
+    answers_at_once = True
+
+    def __init__(self, workspace: Path, *, context_window: int = 1_000_000) -> None:
+        self._workspace = workspace
+        self._context_window = context_window
+        self._default = self._scripted(None)
+        self._by_scenario: dict[str, ScriptedModel | ReplayModel] = {}
+
+    @property
+    def name(self) -> str:
+        return OFFLINE_MODEL_NAME
+
+    def _scripted(self, script: Path | None) -> ScriptedModel:
+        window, keep = self._context_window, KEEP_CALLS
+        if script is None:
+            return ScriptedModel(policy=default_policy, context_window=window, keep_calls=keep)
+        shown = shown_path(script, self._workspace)
+        loaded = Script.from_file(script, shown=shown)
+        policy = ran_out(shown, loaded)
+        return ScriptedModel(loaded, policy=policy, context_window=window, keep_calls=keep)
+
+    def source_for(self, scenario: str) -> Path | None:
+        """What answers `scenario` offline: its recording if it has one, else its offline
+        script, else None (only the fixed offline reply). Blocks: reads the scenario."""
+        recording = recording_path(self._workspace, scenario)
+        # Whatever is at the recording's path is the recording: a directory or a pipe there
+        # is refused when loaded, naming it, rather than passed over unsaid.
+        if os.path.lexists(recording):
+            return recording
+        try:
+            config = load_scenario(self._workspace, scenario)
+        except UsageError:
+            return None
+        if config.offline_script is None:
+            return None
+        return scenario_dir(self._workspace, scenario) / config.offline_script
+
+    def _load(self, scenario: str) -> ScriptedModel | ReplayModel:
+        source = self.source_for(scenario)
+        # What `baton run --submit`'s banner says, for scenarios submitted later too.
+        log.info("model.offline_source", scenario=scenario, source=source and str(source))
+        if source is None:
+            return self._default
+        if source == recording_path(self._workspace, scenario):
+            return ReplayModel(
+                Recording.load(source, shown_path(source, self._workspace)),
+                context_window=self._context_window,
+                keep_calls=KEEP_CALLS,
+                shown_as=shown_path(source, self._workspace),
+            )
+        return self._scripted(source)
+
+    async def _model_for(self, scenario: str | None) -> Model:
+        if scenario is None:
+            return self._default
+        model = self._by_scenario.get(scenario)
+        if model is None:
+            model = await anyio.to_thread.run_sync(self._load, scenario)
+            self._by_scenario[scenario] = model
+        return model
+
+    async def create(self, payload: Payload) -> ModelResponse:
+        call = current_call()
+        model = await self._model_for(call.scenario if call is not None else None)
+        return await model.create(payload)
+
+    async def limits(self) -> ModelLimits:
+        return await self._default.limits()
+
+    async def count_tokens(self, payload: Payload) -> int:
+        return await self._default.count_tokens(payload)
+
+    @property
+    def calls(self) -> list[ScriptedCall | ReplayedCall]:
+        """Every call answered so far (the newest `KEEP_CALLS` per script or recording)."""
+        models = [self._default, *{id(m): m for m in self._by_scenario.values()}.values()]
+        merged: deque[ScriptedCall | ReplayedCall] = deque()
+        for model in models:
+            merged.extend(model.calls)
+        return list(merged)

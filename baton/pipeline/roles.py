@@ -1,0 +1,134 @@
+"""The built-in agents: Init and Execute (their defaults: docs/models.md, "Defaults"), each a
+configured `AgentActor`.
+
+A role decides the shipped system prompt (package data under `baton/pipeline/prompts/`,
+replaceable per workspace with `system_prompt = "path"` in its config: a regular file inside the
+workspace, see `baton.agents.prompt_files`), the tools, and the summary schema its compactions
+produce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from baton.agents.agent import AgentActor
+from baton.agents.agent_config import AgentConfig, ContextReporter, TokenSink
+from baton.agents.agent_setup import AgentSetup, ToolHooks
+from baton.agents.journal import JournalStore
+from baton.agents.prompt_files import read_prompt_file
+from baton.agents.tools import (
+    Sandbox,
+    Tool,
+    Toolbox,
+    complete_scenario,
+    file_tools,
+    handoff_to_execute,
+    return_to_init,
+)
+from baton.agents.tools.memory import memory_tools
+from baton.errors import ConfigError
+from baton.memory import MemoryStore
+from baton.models.protocol import Model
+from baton.pipeline.messages import SCHEDULER
+
+INIT = "init"
+EXECUTE = "execute"
+
+_HANDOFF_TOOLS: dict[str, tuple[Callable[..., Tool[Any]], ...]] = {
+    INIT: (handoff_to_execute,),
+    EXECUTE: (return_to_init, complete_scenario),
+    SCHEDULER: (),
+}
+
+
+def shipped_prompt(role: str) -> str:
+    """The system prompt baton ships for `role` (`init`, `execute`, `scheduler`)."""
+    resource = resources.files("baton.pipeline.prompts").joinpath(f"{role}.md")
+    if not resource.is_file():
+        raise ConfigError(f"no shipped system prompt for role {role!r}; set system_prompt")
+    return resource.read_text(encoding="utf-8")
+
+
+def system_prompt(role: str, config: AgentConfig, workspace: Path | None) -> str:
+    """The role's prompt, or the workspace file its config names instead."""
+    if config.system_prompt is None:
+        return shipped_prompt(role)
+    if workspace is None:
+        raise ConfigError(f"{role}: system_prompt needs a workspace to resolve its path")
+    return read_prompt_file(workspace, config.system_prompt, key=f"actors.{role}.system_prompt")
+
+
+def role_toolbox(
+    role: str,
+    workspace: Path,
+    config: AgentConfig,
+    *,
+    write_paths: Sequence[str] = (),
+    memory: MemoryStore | None = None,
+    recall_limit: int = 5,
+) -> Callable[[ToolHooks], Toolbox]:
+    """Builds the role's toolbox once the actor supplies its handoff hooks; `write_paths`
+    are `[sandbox] write_paths`, where Write may write besides the scenario's folder. With a
+    `memory` store, Init and Execute also get Remember, Recall and Forget (README.md,
+    "Long-term memory")."""
+    sandbox = Sandbox(workspace, write_paths=write_paths)
+    handoffs = _HANDOFF_TOOLS.get(role, ())
+
+    def build(hooks: ToolHooks) -> Toolbox:
+        tools: list[Tool[Any]] = [] if role == SCHEDULER else file_tools(sandbox)
+        tools += [
+            make(sandbox, deliver=hooks.deliver, register_paths=hooks.register_paths)
+            for make in handoffs
+        ]
+        if memory is not None and role != SCHEDULER:
+            tools += memory_tools(memory, role, recall_limit=recall_limit)
+        return Toolbox(tools, timeout=config.tool_timeout_s)
+
+    return build
+
+
+def agent_setup(
+    role: str,
+    config: AgentConfig,
+    *,
+    workspace: Path,
+    model: Model,
+    journal: JournalStore,
+    token_log: TokenSink,
+    handoff_to: str = SCHEDULER,
+    context_reporter: ContextReporter | None = None,
+    write_paths: Sequence[str] = (),
+    memory: MemoryStore | None = None,
+    recall_limit: int = 5,
+) -> AgentSetup:
+    """Everything an `AgentActor` of `role` needs, from its config and the workspace."""
+    return AgentSetup(
+        role=role,
+        config=config,
+        model=model,
+        system_prompt=system_prompt(role, config, workspace),
+        journal=journal,
+        token_log=token_log,
+        tools=role_toolbox(
+            role,
+            workspace,
+            config,
+            write_paths=write_paths,
+            memory=memory,
+            recall_limit=recall_limit,
+        ),
+        handoff_to=handoff_to,
+        workspace=workspace,
+        context_reporter=context_reporter,
+    )
+
+
+class InitActor(AgentActor):
+    """The Init Agent: designs the scenario (Layer 1) and revises it on Execute's feedback."""
+
+
+class ExecuteActor(AgentActor):
+    """The Execute Agent: builds, runs and evaluates iterations (Layers 2-4)."""

@@ -1,0 +1,157 @@
+"""The spend cap (`[scenario] max_cost_usd`): a run stops cleanly at it and resumes once the
+cap is raised, ending with what an uncapped run writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from baton import Runtime
+from baton.errors import ConfigError
+from baton.pipeline.host import open_pipeline
+from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.testing import read_token_log
+from tests.pipeline.test_scheduler import BASE, NAME, design_turns, iteration_turns, make_scenario
+
+# The offline model costs nothing by default; this makes every call cost something
+# (README.md, "Configuration", `[prices]`).
+PRICED = """
+[prices."offline-scripted"]
+input = 1000.0
+output = 1000.0
+cache_write_5m = 1000.0
+cache_read = 100.0
+"""
+
+
+def scripted(workspace: Path, cap: float | None = None) -> None:
+    """The two-iteration scenario of the Scheduler's tests, priced, with `cap` if given."""
+    make_scenario(
+        workspace,
+        init=design_turns(1) + design_turns(2),
+        execute=iteration_turns(1, 1, complete=False) + iteration_turns(2, 3, complete=True),
+        auto_approve=True,
+    )
+    (workspace / "baton.toml").write_text(PRICED)
+    if cap is not None:
+        set_cap(workspace, cap)
+
+
+def set_cap(workspace: Path, cap: float) -> None:
+    path = workspace / BASE / "scenario.toml"
+    kept = path.read_text().split("\n[scenario]")[0]
+    path.write_text(f"{kept}\n[scenario]\nmax_cost_usd = {cap}\n")
+
+
+async def wait_for(rt: Runtime, *phases: str) -> ScenarioState:
+    with anyio.fail_after(30):
+        while True:
+            state = await rt.ask("scheduler", ScenarioQuery(scenario=NAME))
+            if isinstance(state, ScenarioState) and state.phase in phases:
+                return state
+            await anyio.wait_all_tasks_blocked()
+
+
+def artifacts(workspace: Path) -> dict[str, str]:
+    folder = workspace / BASE
+    return {
+        str(path.relative_to(folder)): path.read_text()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name not in ("scenario.toml", "script.json")
+    }
+
+
+def calls(workspace: Path) -> list[dict[str, Any]]:
+    return [e for e in read_token_log(workspace) if e["event"] == "model.call"]
+
+
+def spent(workspace: Path) -> float:
+    return sum(float(call["cost_usd"]) for call in calls(workspace))
+
+
+async def settled(rt: Runtime) -> ScenarioState:
+    """The scenario's state once no actor has work left: an agent's round goes on past the
+    handoff that ends its scenario (it answers the tool once more), and that call costs too."""
+    with anyio.fail_after(30):
+        while any(s.mailbox_depth or s.working_on for s in rt.status()):
+            await anyio.wait_all_tasks_blocked()
+    state = await rt.ask("scheduler", ScenarioQuery(scenario=NAME))
+    assert isinstance(state, ScenarioState)
+    return state
+
+
+async def uncapped_run(workspace: Path) -> ScenarioState:
+    scripted(workspace)
+    async with Runtime.open(workspace) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME))
+        await wait_for(rt, "completed", "failed", "stopped")
+        return await settled(rt)
+
+
+async def test_every_model_call_carries_its_cost_and_the_state_sums_them(tmp_path: Path) -> None:
+    """Each `model.call` has `cost_usd` from the configured prices; the state sums them."""
+    done = await uncapped_run(tmp_path)
+    costs = [call["cost_usd"] for call in calls(tmp_path)]
+    assert "completed" == done.phase
+    assert all(isinstance(cost, float) and cost > 0 for cost in costs)
+    assert done.cost_usd == pytest.approx(sum(costs))
+    assert done.max_cost_usd is None
+
+
+async def test_a_run_stops_at_its_cap_and_resumes_to_the_same_end(tmp_path: Path) -> None:
+    """Stopped at its cap mid-run, a raised cap and a submit finish it as an uncapped run."""
+    reference = tmp_path / "uncapped"
+    reference.mkdir()
+    await uncapped_run(reference)
+    total = spent(reference)
+    capped = tmp_path / "capped"
+    capped.mkdir()
+    scripted(capped, cap=round(total * 0.4, 4))
+    async with Runtime.open(capped) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME))
+        stopped = await wait_for(rt, "completed", "failed", "stopped")
+        made = len(calls(capped))
+        assert ("stopped", 0) == (stopped.phase, rt.dead_letters.total)
+        assert stopped.reason is not None
+        assert stopped.reason.startswith("budget: spent $")
+        assert stopped.cost_usd is not None
+        assert stopped.max_cost_usd is not None
+        assert stopped.cost_usd >= stopped.max_cost_usd
+        with pytest.raises(ConfigError, match="cap does not cover"):
+            await rt.ask("scheduler", StartScenario(scenario=NAME))
+    assert 0 < made < len(calls(reference))
+    set_cap(capped, round(total * 2, 4))
+    async with Runtime.open(capped) as rt, open_pipeline(rt, environ={}):
+        assert made == len(calls(capped))  # restarted: still stopped, no call made
+        resumed = await rt.ask("scheduler", StartScenario(scenario=NAME))
+        assert resumed.phase in ("designing", "executing", "returned_to_init")
+        done = await wait_for(rt, "completed", "failed", "stopped")
+        assert 0 == rt.dead_letters.total
+    assert ("completed", 2) == (done.phase, done.iteration)
+    assert artifacts(reference) == artifacts(capped)
+    assert len(calls(reference)) == len(calls(capped))
+    # Not the uncapped total: the restart left the offline prompt cache cold.
+    assert done.cost_usd == pytest.approx(spent(capped))
+
+
+async def test_a_cap_from_baton_toml_applies_to_every_scenario(tmp_path: Path) -> None:
+    """`[scenario] max_cost_usd` in baton.toml caps a scenario whose own file sets none."""
+    scripted(tmp_path)
+    with (tmp_path / "baton.toml").open("a") as config:
+        config.write("\n[scenario]\nmax_cost_usd = 0.000001\n")
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=NAME))
+        stopped = await wait_for(rt, "completed", "failed", "stopped")
+    assert ("stopped", 0.000001) == (stopped.phase, stopped.max_cost_usd)
+
+
+async def test_a_cap_that_is_not_a_positive_number_is_refused_at_submit(tmp_path: Path) -> None:
+    """`max_cost_usd = 0` in scenario.toml is a ConfigError naming the key; nothing starts."""
+    scripted(tmp_path, cap=0)
+    async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
+        with pytest.raises(ConfigError, match="max_cost_usd"):
+            await rt.ask("scheduler", StartScenario(scenario=NAME))
+    assert [] == calls(tmp_path)
