@@ -1,5 +1,13 @@
-"""baton: an async actor runtime for long multi-agent Claude pipelines."""
+"""baton: an async actor runtime for long multi-agent Claude pipelines.
 
+The actor kernel and the client are imported on first use of their names: importing any
+module of baton runs this file first, and the command line's light commands must not pay
+for the runtime, FastAPI, rich or the SDK (docs/architecture.md, "What a command imports").
+"""
+
+from typing import TYPE_CHECKING
+
+from baton._lazy import lazy_exports
 from baton.errors import (
     ActorDeadError,
     AskTimeoutError,
@@ -10,8 +18,23 @@ from baton.errors import (
     UnknownActorError,
     UsageError,
 )
-from baton.runtime import Actor, ActorRef, Runtime, SupervisorPolicy, handler
-from baton.server import Client, connect
+
+if TYPE_CHECKING:
+    from baton.runtime import Actor, ActorRef, Runtime, SupervisorPolicy, handler
+    from baton.server import Client, connect
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Actor": "baton.runtime.actor",
+        "handler": "baton.runtime.actor",
+        "ActorRef": "baton.runtime.ref",
+        "Runtime": "baton.runtime.runtime",
+        "SupervisorPolicy": "baton.runtime.supervision",
+        "Client": "baton.server.client",
+        "connect": "baton.server.client",
+    },
+)
 
 __all__ = [
     "Actor",

@@ -1,13 +1,16 @@
 """Names a package exports without importing their modules until first used.
 
-Loading the SDK (about half a second), FastAPI and uvicorn (a third) or redis-py (a tenth)
-is a cost `import baton` should not pay when the offline model, local journals and the client
-are all a program needs.
+Loading the SDK (about half a second), FastAPI and uvicorn (a third), rich, structlog or
+redis-py is a cost `import baton` — and every `import baton.<package>.<module>`, which runs
+the packages' `__init__` first — should not pay when the offline model, local journals or
+the client are all a program needs; the command line's light commands start in a tenth of a
+second only so (docs/architecture.md, "server/").
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +22,9 @@ def lazy_exports(package: str, modules: Mapping[str, str]) -> Callable[[str], An
         module = modules.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+        value = getattr(importlib.import_module(module), name)
+        # Kept on the package: later look-ups find it without coming here again.
+        setattr(sys.modules[package], name, value)
+        return value
 
     return lookup

@@ -27,13 +27,14 @@ from typing import Any
 import anyio
 
 from baton import Runtime
-from baton.agents import agent as agent_module
 from baton.agents import agent_loop as agent_loop_module
 from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore
 from baton.context import sliding_window as sliding_window_module
 from baton.context.summary_format import InitSummary
 from baton.models.scripted import Script, ScriptedModel
+from baton.pipeline import reports as reports_module
+from baton.pipeline import roles as roles_module
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.messages import Dispatch, HandoffDelivered, RoundEnded
 from baton.pipeline.packages import ExecuteToInitContext
@@ -168,9 +169,8 @@ async def _run(strategy: str, summary: str, reads: int) -> tuple[int, int, dict[
 
 def _baseline() -> None:
     """Register and show only what the handoff tool and Write registered before."""
-    agent_module.dispatch_facts = lambda message: []  # type: ignore[assignment]
-    agent_loop_module.package_facts = lambda package, source: []  # type: ignore[assignment]
-    agent_loop_module.DEFAULT_FACT_PATTERNS = ()  # type: ignore[misc]
+    roles_module.dispatch_facts = lambda message: []  # type: ignore[assignment]
+    reports_module.SchedulerReports.facts = lambda self, package: []  # type: ignore[method-assign]
     original = agent_loop_module.FactPatterns
     agent_loop_module.FactPatterns = lambda patterns: original([])  # type: ignore[assignment,misc]
     sliding_window_module.ledger_message = lambda ledger, **_: None  # type: ignore[assignment]

@@ -1,13 +1,17 @@
 """The agent: its loop over journaled conversations, compaction, tools, journals and the
-settings an agent is made of (`RedisJournalStore` loads redis-py on first use)."""
+settings an agent is made of.
+
+Every name is imported on first use (`RedisJournalStore` loads redis-py): importing one
+module of the package, as `baton status` does for the compaction audit, runs this file
+first (docs/architecture.md, "What a command imports")."""
 
 from typing import TYPE_CHECKING
 
 from baton._lazy import lazy_exports
-from baton.agents.agent_config import DEFAULT_AGENTS, AgentConfig
-from baton.agents.journal import FileJournalStore, JournalStore, MemoryJournalStore
 
 if TYPE_CHECKING:
+    from baton.agents.agent_config import DEFAULT_AGENTS, AgentConfig
+    from baton.agents.journal import FileJournalStore, JournalStore, MemoryJournalStore
     from baton.agents.redis_journal import RedisJournalStore
 
 __all__ = [
@@ -19,4 +23,14 @@ __all__ = [
     "RedisJournalStore",
 ]
 
-__getattr__ = lazy_exports(__name__, {"RedisJournalStore": "baton.agents.redis_journal"})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DEFAULT_AGENTS": "baton.agents.agent_config",
+        "AgentConfig": "baton.agents.agent_config",
+        "FileJournalStore": "baton.agents.journal",
+        "JournalStore": "baton.agents.journal",
+        "MemoryJournalStore": "baton.agents.journal",
+        "RedisJournalStore": "baton.agents.redis_journal",
+    },
+)

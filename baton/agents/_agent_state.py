@@ -12,9 +12,10 @@ import structlog
 from anyio.abc import TaskGroup
 from pydantic import ValidationError
 
-from baton.agents._background_summary import BackgroundSummary
+from baton.agents.compaction import BackgroundSummary
 from baton.agents.journal import JournalStore
-from baton.context.conversation import MAIN_CONVERSATION, Conversation
+from baton.agents.messages import MAIN, scenario_of
+from baton.context.conversation import Conversation
 from baton.context.records import (
     RECORD_TYPES,
     Compaction,
@@ -28,11 +29,9 @@ from baton.context.strategy import ContextBudget, ContextStrategy
 from baton.errors import JournalRecordError, UsageError, validation_problems
 from baton.models.protocol import ModelResponse
 from baton.models.telemetry import NO_TRACE, RoundTrace
-from baton.pipeline.messages import scenario_of
 
 log = structlog.get_logger(__name__)
 
-MAIN = MAIN_CONVERSATION
 ConversationRecord = RoundStarted | StepAppended | FactsRegistered | Compaction
 
 

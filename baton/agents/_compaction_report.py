@@ -27,7 +27,6 @@ from baton.context.events import ContextCompactedEvent
 from baton.context.records import Compaction
 from baton.context.steps import Step
 from baton.context.strategy import ContextBudget
-from baton.errors import CompactionIneffectiveError
 
 WEAK_IN_A_ROW = 2
 
@@ -75,22 +74,11 @@ class CompactionReports:
         guard = self._guards.get(conversation.id)
         return guard is None or not guard.stopped
 
-    def may_compact(self, conversation: Conversation, budget: ContextBudget) -> bool:
-        """False once compacting stopped helping; `CompactionIneffectiveError` when, on top
-        of that, the next turn could overflow the window."""
+    def stopped(self, conversation: Conversation) -> list[int] | None:
+        """The tokens freed by the weak compactions in a row that stopped the conversation
+        compacting, or None while it compacts (`baton.agents.compaction` decides)."""
         guard = self._guards.get(conversation.id)
-        if guard is None or not guard.stopped:
-            return True
-        tokens = conversation.context_tokens
-        if tokens + budget.max_output_tokens >= budget.context_window:
-            raise CompactionIneffectiveError(
-                self._actor(),
-                tokens,
-                budget.context_window,
-                guard.weak,
-                self._floor(budget),
-            )
-        return False
+        return list(guard.weak) if guard is not None and guard.stopped else None
 
     async def compacted(
         self,
@@ -125,7 +113,8 @@ class CompactionReports:
         self._count(conversation, record, budget)
         return event
 
-    def _floor(self, budget: ContextBudget) -> int:
+    def floor(self, budget: ContextBudget) -> int:
+        """The fewest tokens a compaction must free not to count as weak."""
         return int(self._min_gain * budget.compact_threshold)
 
     def restore(
@@ -141,7 +130,7 @@ class CompactionReports:
     def _weak(self, guard: _Guard, freed: int, budget: ContextBudget) -> bool:
         """Count one compaction that freed `freed` tokens; True when it stops compacting."""
         freed = max(0, freed)
-        if freed >= self._floor(budget):
+        if freed >= self.floor(budget):
             guard.weak.clear()
             return False
         guard.weak.append(freed)
@@ -157,7 +146,7 @@ class CompactionReports:
         self._token_log.emit(
             "context.compaction_ineffective",
             freed_tokens=list(guard.weak),
-            min_gain_tokens=self._floor(budget),
+            min_gain_tokens=self.floor(budget),
             compact_threshold=budget.compact_threshold,
             context_tokens=conversation.context_tokens,
             context_window=budget.context_window,

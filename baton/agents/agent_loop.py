@@ -31,15 +31,10 @@ import structlog
 from pydantic import BaseModel
 
 from baton.agents._agent_state import ConversationBook, ConversationState, load_state
-from baton.agents._background_summary import (
-    BackgroundSummary,
-    background_tasks,
-    hard_limit,
-    precompact_tokens,
-)
 from baton.agents._compaction_report import CompactionReports
-from baton.agents.agent_setup import AgentSetup, ToolHooks
+from baton.agents.agent_setup import AgentSetup, Handoff, RoundOf, ToolHooks
 from baton.agents.budget_overrides import apply_overrides
+from baton.agents.compaction import Compactor, background_tasks
 from baton.agents.prompt_files import scenario_prompt
 from baton.agents.tools import Toolbox, scenario_scope
 from baton.agents.tools.load_budget import run_within_budget
@@ -47,12 +42,8 @@ from baton.context.events import ContextEvent
 from baton.context.ledger import KeyFact
 from baton.context.ledger_patterns import FactPatterns
 from baton.context.payload import Payload
-from baton.context.records import (
-    dump_record,
-)
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
-from baton.context.summarize import ReadySummary, SummarizeStrategy
 from baton.context.summary_format import summary_schema_for
 from baton.context.tokens import estimate_json_tokens
 from baton.errors import (
@@ -61,15 +52,19 @@ from baton.errors import (
     MailboxClosedError,
     UndeliveredFailure,
     UnknownActorError,
+    UsageError,
 )
 from baton.models.pricing import PRICES
-from baton.models.protocol import CallContext, ModelResponse, Purpose, bind_call, model_call_fields
+from baton.models.protocol import (
+    CallContext,
+    Model,
+    ModelResponse,
+    Purpose,
+    bind_call,
+    model_call_fields,
+)
 from baton.models.retry import until_available
 from baton.models.telemetry import NO_TRACE, round_trace
-from baton.pipeline.handoff_tools import HandoffTool
-from baton.pipeline.ledger_facts import DEFAULT_FACT_PATTERNS, package_facts
-from baton.pipeline.messages import HandoffDelivered, RoundEnded, RoundWaiting
-from baton.pipeline.packages import ContextPackage, parse_package
 from baton.runtime.actor import Actor
 
 log = structlog.get_logger(__name__)
@@ -105,22 +100,22 @@ class AgentLoop:
             if setup.tools is not None
             else Toolbox([])
         )
-        self._specs = self._toolbox.specs()
-        self._patterns = FactPatterns([*DEFAULT_FACT_PATTERNS, *setup.config.fact_patterns])
-        self._handoff_tools = self._toolbox.names_of(HandoffTool)
+        self.specs = self._toolbox.specs()
+        self._patterns = FactPatterns([*setup.fact_patterns, *setup.config.fact_patterns])
         self._compactions = CompactionReports(
             actor=lambda: host.actor_name,
             workspace=setup.workspace,
             token_log=setup.token_log,
             min_gain=setup.config.min_compaction_gain,
         )
+        self.compactor = Compactor(self, self._compactions)
 
     def _load_state(
         self, conversation: str, records: Iterable[Mapping[str, Any]]
     ) -> ConversationState:
         """A conversation rebuilt from its journal, its compactions counted again."""
         records = list(records)
-        state = load_state(conversation, records, self._new_strategy, self.budget)
+        state = load_state(conversation, records, self.new_strategy, self.budget)
         self._compactions.restore(
             conversation,
             (r for r in records if r.get("type") == "compaction"),
@@ -132,6 +127,15 @@ class AgentLoop:
     def name(self) -> str:
         """The hosting actor's name: the journal's and the log lines' key."""
         return self._host.actor_name
+
+    @property
+    def model(self) -> Model:
+        """The agent's model."""
+        return self.setup.model
+
+    async def journal(self, state: ConversationState, record: dict[str, Any]) -> None:
+        """Append `record` to the conversation's journal."""
+        await self.book.append(state, record)
 
     async def start(self) -> list[str]:
         """Fit the budget to the model, report the context fill; the conversations a crash
@@ -197,23 +201,22 @@ class AgentLoop:
         """The conversation's state, read from the journal the first time."""
         return await self.book.get(conversation)
 
+    def round_of(self, state: ConversationState, dispatch_id: str | None) -> RoundOf | None:
+        """The round of `state`, opened by `dispatch_id`, as its reports name it; None when it
+        reports to no one (no `reports` in the setup, or a conversation of no scenario)."""
+        if self.setup.reports is None or state.scenario is None:
+            return None
+        return RoundOf(state.scenario, state.id, self.name, dispatch_id)
+
     async def report_round_end(self, conversation: str, text: str, dispatch_id: str | None) -> None:
         """A scenario round that ended without a handoff would leave the scenario waiting
-        on this agent for ever: tell the Scheduler, which nudges or fails it."""
+        on this agent for ever: tell whoever assigned it, which nudges or fails it."""
         state = await self.state(conversation)
-        if state.handed_off or not self._handoff_tools or state.scenario is None:
+        round_ = self.round_of(state, dispatch_id or state.round_key)
+        if state.handed_off or round_ is None or self.setup.reports is None:
             return
         log.warning("agent.round_ended_without_handoff", actor=self.name)
-        await self._host.actor_ref.peer(self.setup.handoff_to).tell(
-            RoundEnded(
-                scenario=state.scenario,
-                conversation=conversation,
-                source=self.name,
-                text=text[:2000],
-                dispatch_id=dispatch_id or state.round_key,
-            ),
-            sender=self.name,
-        )
+        await self.setup.reports.ended(self._host.actor_ref, round_, text[:2000])
 
     async def run_round(
         self,
@@ -308,8 +311,8 @@ class AgentLoop:
             if response is None:
                 # Due already when a crash hit between a step and its compaction: compact now,
                 # as the uninterrupted run did, before paying for a call on the larger context.
-                await self._precompact_if_due(state)
-                await self._compact_if_due(state)
+                await self.compactor.precompact_if_due(state)
+                await self.compactor.compact_if_due(state)
                 response, sent, layout = await self._next_response(state), None, None
             state.pending_response = state.pending_sent = state.pending_layout = None
             state.turn = conversation.next_seq
@@ -334,12 +337,12 @@ class AgentLoop:
             await self._register(state, self._patterns.facts(results_text, source="tool"))
             calls += 1
             state.strategy.on_turn_complete(conversation)
-            await self._precompact_if_due(state)
-            await self._compact_if_due(state)
+            await self.compactor.precompact_if_due(state)
+            await self.compactor.compact_if_due(state)
         last = conversation.last_step
         return last.text if last is not None else ""
 
-    async def _system_prompt(self, state: ConversationState) -> str:
+    async def system_prompt(self, state: ConversationState) -> str:
         """The role's prompt, or the scenario's own (`scenarios/<name>/prompts/<role>.md`)."""
         if state.system_prompt is None:
             workspace, custom = self.setup.workspace, None
@@ -355,14 +358,14 @@ class AgentLoop:
     async def _next_response(self, state: ConversationState) -> ModelResponse:
         conversation = state.conversation
         turn = conversation.next_seq
-        system = await self._system_prompt(state)
-        payload = state.strategy.compose_payload(system, self._specs, conversation)
+        system = await self.system_prompt(state)
+        payload = state.strategy.compose_payload(system, self.specs, conversation)
         try:
             response = await self._turn_call(state, payload, turn=turn)
         except ContextOverflowError as overflow:
             log.warning("agent.context_overflow", actor=self.name, error=str(overflow))
-            await self._compact(state)
-            payload = state.strategy.compose_payload(system, self._specs, conversation)
+            await self.compactor.compact(state)
+            payload = state.strategy.compose_payload(system, self.specs, conversation)
             response = await self._turn_call(state, payload, turn=turn)
         await self.book.append(
             state,
@@ -374,7 +377,7 @@ class AgentLoop:
                 "layout": _dump(conversation.composed_layout),
             },
         )
-        self._log_call(state, response, turn=turn, purpose=self.setup.purpose)
+        self.log_call(state, response, turn=turn, purpose=self.setup.purpose)
         return response
 
     async def _turn_call(
@@ -383,7 +386,7 @@ class AgentLoop:
         """The turn's reply, waiting out an unavailable model (docs: `model_retry`)."""
 
         async def call() -> ModelResponse:
-            return await self._call(state, payload, turn=turn, purpose=self.setup.purpose)
+            return await self.call(state, payload, turn=turn, purpose=self.setup.purpose)
 
         async def waiting(reason: str | None, retry_at: datetime | None) -> None:
             await self._report_waiting(state, reason, retry_at)
@@ -395,22 +398,14 @@ class AgentLoop:
     async def _report_waiting(
         self, state: ConversationState, reason: str | None, retry_at: datetime | None
     ) -> None:
-        """Tell the Scheduler that this scenario round waits for the model (or no longer)."""
-        if state.scenario is None or not self._handoff_tools:
+        """Tell whoever assigned this scenario round that it waits for the model (or no
+        longer)."""
+        round_ = self.round_of(state, state.round_key)
+        if round_ is None or self.setup.reports is None:
             return
-        await self._host.actor_ref.peer(self.setup.handoff_to).tell(
-            RoundWaiting(
-                scenario=state.scenario,
-                conversation=state.id,
-                source=self.name,
-                reason=reason,
-                retry_at=retry_at,
-                dispatch_id=state.round_key,
-            ),
-            sender=self.name,
-        )
+        await self.setup.reports.waiting(self._host.actor_ref, round_, reason, retry_at)
 
-    async def _call(
+    async def call(
         self, state: ConversationState, payload: Payload, *, turn: int, purpose: Purpose
     ) -> ModelResponse:
         context = CallContext(
@@ -421,7 +416,7 @@ class AgentLoop:
             purpose=purpose,
         )
         spend = self.setup.spend
-        if spend is not None and state.scenario is not None and self._handoff_tools:
+        if spend is not None and self.round_of(state, state.round_key) is not None:
             # A scenario round stops before a call its run can no longer pay for; the
             # Scheduler's task summaries are not stopped here: the agent's next call is.
             spend.check(state.id)
@@ -431,7 +426,7 @@ class AgentLoop:
             chat.record(response)
             return response
 
-    def _log_call(
+    def log_call(
         self, state: ConversationState, response: ModelResponse, *, turn: int, purpose: Purpose
     ) -> None:
         """The `model.call` line, written once the reply is journaled: after a crash, a call
@@ -443,179 +438,6 @@ class AgentLoop:
         if spend is not None:
             spend.add(state.id, fields["cost_usd"])
         self.setup.token_log.emit("model.call", **fields)
-
-    async def _compact_if_due(self, state: ConversationState) -> None:
-        budget = state.budget or self.budget
-        if not (
-            state.strategy.should_compact(state.conversation, budget)
-            and self._compactions.may_compact(state.conversation, budget)
-        ):
-            return
-        if await self._goes_on(state, budget):
-            return
-        await self._compact(state)
-
-    async def _goes_on(self, state: ConversationState, budget: ContextBudget) -> bool:
-        """Past the threshold, whether the agent works on instead of compacting now: its
-        summary, asked for in the background, is still being written (or was asked for
-        again, its first no longer fitting), and the context is below the hard limit
-        (docs/context.md, "Background compaction")."""
-        strategy, conversation = state.strategy, state.conversation
-        if not isinstance(strategy, SummarizeStrategy) or getattr(
-            self.setup.model, "answers_at_once", False
-        ):
-            return False
-        if conversation.context_tokens >= hard_limit(budget):
-            return False
-        job = state.background
-        if job is not None and not job.done.is_set():
-            return True
-        ready = await self._ready_summary(state, strategy)
-        if ready is None or strategy.fits(conversation, ready):
-            return False
-        # Answered, but too far behind to be used: asked for again, in the background.
-        log.info("agent.summary_refreshed", actor=self.name, through_seq=ready.through_seq)
-        state.background = None
-        state.pending_summary = state.pending_through = None
-        await self._precompact_if_due(state)
-        return state.background is not None
-
-    async def _compact(self, state: ConversationState) -> None:
-        conversation = state.conversation
-        turn = conversation.next_seq
-        through = conversation.entries[-1].step.seq if conversation.entries else -1
-
-        async def summarize(payload: Payload) -> str:
-            # Answered before a crash, to this very request: not paid for twice. One that
-            # answered an earlier request (a background summary this compaction refused:
-            # it no longer fits) does not answer this one.
-            if state.pending_summary is not None and state.pending_through in (None, through):
-                return state.pending_summary
-            return await self._summary_call(state, payload, turn=turn, through_seq=through)
-
-        before = [entry.step for entry in conversation.entries]
-        strategy = state.strategy
-        strategy.use_prefix(await self._system_prompt(state), self._specs)
-        if isinstance(strategy, SummarizeStrategy):
-            ready = await self._ready_summary(state, strategy)
-            compaction = await strategy.compact(conversation, summarize, ready=ready)
-        else:
-            compaction = await strategy.compact(conversation, summarize)
-        state.pending_summary = state.pending_through = state.background = None
-        state.precompact_snapshot = None
-        state.compacted_tokens = compaction.tokens_after
-        await self.book.append(state, dump_record(compaction))
-        event = await self._compactions.compacted(
-            state.conversation, compaction, before, state.budget or self.budget
-        )
-        state.trace.compacted(event)
-
-    async def _summary_call(
-        self, state: ConversationState, payload: Payload, *, turn: int, through_seq: int
-    ) -> str:
-        """Ask for a compaction's summary; journaled (with the last step its request showed)
-        before its `model.call` line, so a resumed agent never pays for it twice."""
-        compaction = state.conversation.compactions
-        response = await self._call(state, payload, turn=turn, purpose="compaction")
-        await self.book.append(
-            state,
-            {
-                "type": "summary",
-                "compaction": compaction,
-                "through_seq": through_seq,
-                "text": response.text,
-            },
-        )
-        self._log_call(state, response, turn=turn, purpose="compaction")
-        return response.text
-
-    async def _precompact_if_due(self, state: ConversationState) -> None:
-        """Past `precompact_at` of the threshold, ask for the summary in the background; the
-        compaction at the threshold uses it (docs/context.md, "Background compaction")."""
-        strategy, conversation = state.strategy, state.conversation
-        budget = state.budget or self.budget
-        group = state.background_group
-        if (
-            group is None
-            or not isinstance(strategy, SummarizeStrategy)
-            or budget.precompact_at >= 1
-            or state.background is not None
-            or state.pending_summary is not None
-        ):
-            return
-        system = await self._system_prompt(state)
-        snapshot = state.precompact_snapshot
-        if snapshot is not None:
-            # Resumed: the request the stopped process made, about the history it showed.
-            state.precompact_snapshot = None
-            asker = self._new_strategy(state.budget)
-            shown = snapshot
-        elif (
-            conversation.steps_since_compaction < 1
-            or not conversation.entries
-            or conversation.context_tokens <= precompact_tokens(budget, state.compacted_tokens)
-            or not self._compactions.compacting(conversation)
-        ):
-            return
-        else:
-            asker, shown = strategy, conversation
-            await self.book.append(
-                state,
-                {
-                    "type": "precompaction",
-                    "compaction": conversation.compactions,
-                    "through_seq": conversation.entries[-1].step.seq,
-                },
-            )
-        assert isinstance(asker, SummarizeStrategy)
-        asker.use_prefix(system, self._specs)
-        payload = asker.summary_request(shown)
-        job = BackgroundSummary(
-            compaction=conversation.compactions,
-            through_seq=shown.entries[-1].step.seq,
-            turn=shown.next_seq,
-            started=strategy.clock.now(),
-        )
-        state.background = job
-        group.start_soon(self._summarize_in_background, state, strategy, job, payload)
-
-    async def _summarize_in_background(
-        self,
-        state: ConversationState,
-        strategy: SummarizeStrategy,
-        job: BackgroundSummary,
-        payload: Payload,
-    ) -> None:
-        async def summarize(request: Payload) -> str:
-            return await self._summary_call(
-                state, request, turn=job.turn, through_seq=job.through_seq
-            )
-
-        try:
-            job.text, job.reason = await strategy.call_summarizer(summarize, payload)
-            job.answered = True
-        finally:
-            job.done.set()
-
-    async def _ready_summary(
-        self, state: ConversationState, strategy: SummarizeStrategy
-    ) -> ReadySummary | None:
-        """The summary asked for before this compaction, waited for if still on its way."""
-        job = state.background
-        if job is not None:
-            waiting = strategy.clock.now()
-            await job.done.wait()
-            waited_ms = max(0.0, (strategy.clock.now() - waiting) * 1000)
-            return ReadySummary(
-                job.text, job.through_seq, job.started, waited_ms=waited_ms, reason=job.reason
-            )
-        if state.pending_summary is None:
-            return None
-        entries = state.conversation.entries
-        through = state.pending_through
-        if through is None:  # journaled before summaries named their last step
-            through = entries[-1].step.seq if entries else -1
-        return ReadySummary(state.pending_summary, through, strategy.clock.now())
 
     async def set_budget(self, conversation: str, overrides: Mapping[str, Any]) -> None:
         """Give one conversation its own budget (a scenario's overrides), journaled; overrides
@@ -632,9 +454,9 @@ class AgentLoop:
             return
         await self.book.append(state, {"type": "budget", "overrides": dict(overrides)})
         state.budget = budget
-        state.strategy = self._new_strategy(budget)
+        state.strategy = self.new_strategy(budget)
 
-    def _new_strategy(self, budget: ContextBudget | None = None) -> ContextStrategy:
+    def new_strategy(self, budget: ContextBudget | None = None) -> ContextStrategy:
         options: dict[str, Any] = {
             "summary_schema": summary_schema_for(self.setup.role),
             "on_event": self._on_context_event,
@@ -677,45 +499,41 @@ class AgentLoop:
         if written:
             await self._register_paths(written)
 
-    async def _deliver(self, package: ContextPackage) -> None:
+    async def _deliver(self, package: Handoff) -> None:
         state = _round_state.get()
         assert state is not None, "handoff tools only run inside a round"
-        handoff = parse_package(package.model_dump(mode="json"))
-        target = self.setup.handoff_to
+        reports = self.setup.reports
+        if reports is None:
+            raise UndeliveredFailure(
+                f"the {package.handoff_type} package",
+                UsageError(f"{self.name}'s rounds report to no one"),
+            )
+        # A conversation of no scenario (`main`) hands off under its own name.
+        round_ = RoundOf(state.scenario or state.id, state.id, self.name, state.round_key)
         # Stable across a crash and re-run of the same step, so the receiver can dedupe it;
         # named after the request that opened the round (the Scheduler's dispatch id, unique
         # per work order), so a journal lost or replaced cannot make a new handoff repeat an
         # old one's id (docs/handoffs.md, "Delivery and the Scheduler").
         round_key = state.round_key or "-"
-        handoff_id = f"{self.name}:{state.id}:{round_key}:{state.turn}:{handoff.handoff_type}"
+        handoff_id = f"{self.name}:{state.id}:{round_key}:{state.turn}:{package.handoff_type}"
         # The handoff tool registered the paths it checked; the ids the package names too.
-        await self._register(state, package_facts(handoff, source=handoff.handoff_type))
+        await self._register(state, reports.facts(package))
         sent = {
-            "handoff_type": handoff.handoff_type,
+            "handoff_type": package.handoff_type,
             "from": self.name,
-            "to": target,
-            "package_tokens": estimate_json_tokens(handoff.model_dump(mode="json")),
+            "to": reports.target,
+            "package_tokens": estimate_json_tokens(package.model_dump(mode="json")),
         }
-        # Before the tell: the receiver's `handoff.received` (and the phase it moves the
+        # Before the delivery: the receiver's `handoff.received` (and the phase it moves the
         # scenario to) must never reach a reader of the token log ahead of it.
         self.setup.token_log.emit("handoff.sent", **sent)
         try:
-            await self._host.actor_ref.peer(target).tell(
-                HandoffDelivered(
-                    scenario=state.scenario or state.id,
-                    conversation=state.id,
-                    source=self.name,
-                    handoff_id=handoff_id,
-                    package=handoff,
-                    dispatch_id=state.round_key,
-                ),
-                sender=self.name,
-            )
+            await reports.handed_off(self._host.actor_ref, round_, handoff_id, package)
         except (ActorDeadError, MailboxClosedError, UnknownActorError) as error:
             # Journaled as the tool's answer, "no such actor" would become the model's
             # mistake for good; failing the round retries it from the journaled reply, and
             # the handoff id lets the receiver take it once (docs/handoffs.md).
-            raise UndeliveredFailure(f"the {handoff.handoff_type} package", error) from error
+            raise UndeliveredFailure(f"the {package.handoff_type} package", error) from error
         state.handed_off = True
         await self.book.append(state, {"type": "handoff", "handoff_id": handoff_id})
         state.trace.handed_off(sent)

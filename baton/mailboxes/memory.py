@@ -98,7 +98,7 @@ class MemoryMailbox:
     async def nack(self, delivery: Delivery, *, requeue: bool, reason: str) -> None:
         envelope = delivery.envelope
         if requeue:
-            self._requeued.append(envelope)
+            self._requeued.append(envelope.retried())  # handed out again, one attempt later
         elif self._dead_letters is not None:
             self._dead_letters.dead_letter(envelope, reason)
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
-from baton.agents.agent_config import AgentConfig
+from baton.context.strategy import Effort, Thinking
 from baton.errors import ConfigError, RetiredModelError
 from baton.models.protocol import Model, ModelLimits
 from baton.models.rules import (
@@ -30,12 +31,23 @@ from baton.models.rules import (
 log = structlog.get_logger(__name__)
 
 
+class ModelSettings(Protocol):
+    """What an agent's configuration says of its model (an `AgentConfig` has all of it)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def thinking(self) -> Thinking: ...
+    @property
+    def effort(self) -> Effort | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class AgentModel:
-    """One agent's name, its configuration and the model client it will use."""
+    """One agent's name, its model settings and the model client it will use."""
 
     actor: str
-    config: AgentConfig
+    config: ModelSettings
     model: Model
 
 
@@ -95,7 +107,7 @@ def _deprecation(agent: AgentModel, limits: ModelLimits, replacement: str | None
     return f"actor {agent.actor!r}: model {agent.config.model!r} is deprecated and {when}; {advice}"
 
 
-def check_thinking(actor: str, config: AgentConfig, rules: ModelRules) -> None:
+def check_thinking(actor: str, config: ModelSettings, rules: ModelRules) -> None:
     """`ConfigError` when the model refuses the actor's thinking setting or effort level."""
     model = config.model
     where = f"[actors.{actor}]"

@@ -26,6 +26,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton._regular_files import read_regular
+from baton._write_rules import SCENARIOS_DIR
 from baton.context.payload import Payload
 from baton.context.tokens import estimate_payload_tokens
 from baton.errors import RecordingDivergedError, RecordingFileError, validation_problems
@@ -39,7 +40,6 @@ from baton.models.protocol import (
     TokenCounter,
     current_call,
 )
-from baton.pipeline.scenario import scenario_dir
 from baton.runtime.disk_writes import append_whole
 
 log = structlog.get_logger(__name__)
@@ -75,7 +75,7 @@ def recording_key(call: CallContext) -> RecordingKey | None:
 
 def recording_path(workspace: Path, scenario: str) -> Path:
     """Where a scenario's recording lives: `scenarios/<name>/recording.jsonl`."""
-    return scenario_dir(workspace, scenario) / RECORDING_FILE
+    return workspace / SCENARIOS_DIR / scenario / RECORDING_FILE
 
 
 def _run_of(conversation: str) -> int:

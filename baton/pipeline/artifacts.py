@@ -121,6 +121,24 @@ def artifact_model(path: str | PurePath) -> type[BaseModel] | None:
     return matched[0] if matched else None
 
 
+ARTIFACT_PLACES = (
+    "Files at known places of an iteration (samples/, execution_traces/, "
+    "evaluation_results/, attribution_analysis/, failure_summary.json, "
+    "layer1_problems_report.json) must match their schema or nothing is written."
+)
+"""What Write's description says of the places `check_artifact` judges."""
+
+
+def check_artifact(path: str, content: str) -> bool:
+    """Write's check (`baton.agents.tools.files.ContentCheck`): whether `path` is a known
+    place of the layout, its content validated; `InvalidArtifactError` when it does not fit."""
+    model = artifact_model(path)
+    if model is None:
+        return False
+    validate_artifact(path, content, model)
+    return True
+
+
 def validate_artifact(path: str | PurePath, data: str | bytes, model: type[M]) -> M:
     """Parse JSON `data` meant for `path` as `model`; raise `InvalidArtifactError` if it is not.
 

@@ -15,7 +15,7 @@ when the model leaves it out, so the model only writes what it knows.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
@@ -23,6 +23,7 @@ import anyio
 import structlog
 from pydantic import Field, create_model
 
+from baton.agents.agent_setup import Deliver, RegisterPaths
 from baton.agents.tools._sandbox import Sandbox
 from baton.agents.tools.protocol import ToolOutcome
 from baton.errors import SandboxViolationError
@@ -37,8 +38,6 @@ log = structlog.get_logger(__name__)
 
 P = TypeVar("P", bound=ContextPackage)
 
-Deliver = Callable[[ContextPackage], Awaitable[None]]
-RegisterPaths = Callable[[list[str]], Awaitable[None] | None]
 Clock = Callable[[], datetime]
 
 _FILLED_IN = "version, handoff_type and timestamp are filled in when you leave them out."

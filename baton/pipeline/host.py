@@ -225,7 +225,7 @@ async def open_pipeline(
                 for role, agent in zip(roles, agents, strict=True):
                     setup = agent_setup(
                         role,
-                        agent.config,
+                        deployment.agent(role),
                         workspace=workspace,
                         model=agent.model,
                         journal=journal,

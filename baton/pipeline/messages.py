@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from baton.agents.budget_overrides import check_override_keys
+from baton.agents.messages import scenario_of
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.packages import HandoffPackage
 from baton.pipeline.scenario_names import ScenarioName
@@ -35,28 +36,8 @@ ACTIVE_PHASES: frozenset[str] = frozenset(
 )
 
 
-RUN_SEPARATOR = "@"
-"""Scenario names never contain it, so `scenario@run` conversation ids are unambiguous."""
-
-
-def scenario_conversation(scenario: str, run: int) -> str:
-    """The conversation id of a scenario's `run`-th submission: fresh history per run."""
-    return scenario if run <= 1 else f"{scenario}{RUN_SEPARATOR}{run}"
-
-
-def scenario_of(conversation: str) -> str:
-    """The scenario a conversation id belongs to."""
-    return conversation.partition(RUN_SEPARATOR)[0]
-
-
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Prompt(_Message):
-    """Start a round with this text; asked, the reply is the final assistant text."""
-
-    text: str = Field(min_length=1)
 
 
 class Dispatch(_Message):

@@ -1,5 +1,6 @@
 """The built-in agents: Init and Execute (their defaults: docs/models.md, "Defaults"), each a
-configured `AgentActor`.
+configured `AgentActor` that takes the Scheduler's work orders (`Dispatch`) and reports its
+rounds to it (`SchedulerReports`).
 
 A role decides the shipped system prompt (package data under `baton/pipeline/prompts/`,
 replaceable per workspace with `system_prompt = "path"` in its config: a regular file inside the
@@ -9,7 +10,7 @@ produce.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,20 +20,17 @@ from baton.agents.agent_config import AgentConfig, ContextReporter, TokenSink
 from baton.agents.agent_setup import AgentSetup, ToolHooks
 from baton.agents.journal import JournalStore
 from baton.agents.prompt_files import read_prompt_file
-from baton.agents.tools import (
-    Sandbox,
-    Tool,
-    Toolbox,
-    complete_scenario,
-    file_tools,
-    handoff_to_execute,
-    return_to_init,
-)
+from baton.agents.tools import Sandbox, Tool, Toolbox, file_tools
 from baton.agents.tools.memory import memory_tools
 from baton.errors import ConfigError
 from baton.memory import MemoryStore
 from baton.models.protocol import Model
-from baton.pipeline.messages import SCHEDULER
+from baton.pipeline.artifacts import ARTIFACT_PLACES, check_artifact
+from baton.pipeline.handoff_tools import complete_scenario, handoff_to_execute, return_to_init
+from baton.pipeline.ledger_facts import DEFAULT_FACT_PATTERNS, dispatch_facts
+from baton.pipeline.messages import SCHEDULER, Dispatch
+from baton.pipeline.reports import SchedulerReports
+from baton.runtime.actor import handler
 
 INIT = "init"
 EXECUTE = "execute"
@@ -78,7 +76,11 @@ def role_toolbox(
     handoffs = _HANDOFF_TOOLS.get(role, ())
 
     def build(hooks: ToolHooks) -> Toolbox:
-        tools: list[Tool[Any]] = [] if role == SCHEDULER else file_tools(sandbox)
+        tools: list[Tool[Any]] = (
+            []
+            if role == SCHEDULER
+            else file_tools(sandbox, check=check_artifact, check_note=ARTIFACT_PLACES)
+        )
         tools += [
             make(sandbox, deliver=hooks.deliver, register_paths=hooks.register_paths)
             for make in handoffs
@@ -98,7 +100,7 @@ def agent_setup(
     model: Model,
     journal: JournalStore,
     token_log: TokenSink,
-    handoff_to: str = SCHEDULER,
+    reports_to: str = SCHEDULER,
     context_reporter: ContextReporter | None = None,
     write_paths: Sequence[str] = (),
     memory: MemoryStore | None = None,
@@ -120,15 +122,48 @@ def agent_setup(
             memory=memory,
             recall_limit=recall_limit,
         ),
-        handoff_to=handoff_to,
+        reports=SchedulerReports(reports_to),
+        fact_patterns=DEFAULT_FACT_PATTERNS,
         workspace=workspace,
         context_reporter=context_reporter,
     )
 
 
-class InitActor(AgentActor):
+def render_dispatch(message: Dispatch) -> str:
+    """The user turn a dispatch opens: the task context, then the package (paths only)."""
+    parts = [message.agent_context.render()]
+    if message.package is not None:
+        tag = f"{message.package.handoff_type}_context"
+        parts.append(f"<{tag}>\n{message.package.model_dump_json(indent=2)}\n</{tag}>")
+    return "\n\n".join(part for part in parts if part.strip())
+
+
+class PipelineAgent(AgentActor):
+    """An agent of the pipeline: it also takes the Scheduler's work orders."""
+
+    def actor_key(self, message: object) -> Hashable | None:
+        """The conversation the message opens or continues a round of."""
+        if isinstance(message, Dispatch):
+            return message.conversation_id
+        return super().actor_key(message)
+
+    @handler
+    async def dispatch(self, message: Dispatch) -> str:
+        """Run a round of the scenario's conversation with the Scheduler's context; its end,
+        a refusal or a spend cap reached is reported to the Scheduler (`assigned_round`)."""
+        return await self.assigned_round(
+            message.conversation_id,
+            render_dispatch(message),
+            key=message.dispatch_id or self.message_key(),
+            dispatch_id=message.dispatch_id,
+            facts=dispatch_facts(message),
+            budget=message.budget,
+        )
+
+
+class InitActor(PipelineAgent):
     """The Init Agent: designs the scenario (Layer 1) and revises it on Execute's feedback."""
 
 
-class ExecuteActor(AgentActor):
+class ExecuteActor(PipelineAgent):
     """The Execute Agent: builds, runs and evaluates iterations (Layers 2-4)."""

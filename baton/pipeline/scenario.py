@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton._regular_files import read_regular
 from baton.agents.budget_overrides import override_problems
+from baton.agents.messages import scenario_conversation
 from baton.agents.prompt_files import check_scenario_prompts
 from baton.context.strategy import ContextBudget
 from baton.errors import (
@@ -27,13 +28,7 @@ from baton.errors import (
 )
 from baton.models.price_config import ScenarioLimits
 from baton.pipeline.artifacts import write_atomic
-from baton.pipeline.messages import (
-    ACTIVE_PHASES,
-    Dispatch,
-    ScenarioPhase,
-    ScenarioState,
-    scenario_conversation,
-)
+from baton.pipeline.messages import ACTIVE_PHASES, Dispatch, ScenarioPhase, ScenarioState
 from baton.pipeline.packages import HandoffPackage
 from baton.pipeline.scenario_names import ScenarioName, check_scenario_name
 from baton.runtime.settings import describe_errors, read_toml

@@ -56,6 +56,7 @@ from baton.pipeline.scenario import (
 from baton.pipeline.scenario_damage import DamagedQuery, DamagedScenario
 from baton.pipeline.scheduler_memory import SchedulerMemory, iteration_finding
 from baton.pipeline.scheduling_policy import Decision, decide
+from baton.pipeline.spend import SpendLedger
 from baton.pipeline.work_orders import WorkOrders
 from baton.runtime.actor import Actor, handler
 
@@ -95,6 +96,8 @@ class SchedulerActor(Actor):
         memory: SchedulerMemory | None = None,
     ) -> None:
         self.setup = setup
+        # The runs' ledger, for the caps this Scheduler sets and checks at submit.
+        self.spend = setup.spend if isinstance(setup.spend, SpendLedger) else None
         # Long-term memory: each iteration's findings in, recalled entries into every work
         # order (README.md, "Long-term memory"); None: `[memory] enabled = false`.
         self.memory = memory
@@ -467,8 +470,8 @@ class SchedulerActor(Actor):
         """Continue a run its spend cap stopped, under the cap its files now give; a cap
         still spent is refused (`ConfigError`: the caller's answer, nothing changes)."""
         cap = self._cap_of(config)
-        if self.setup.spend is not None:
-            self.setup.spend.check_covers(record.conversation, cap)
+        if self.spend is not None:
+            self.spend.check_covers(record.conversation, cap)
         assert record.resume_phase is not None
         record.config = config.model_copy(update={"auto_approve": record.config.auto_approve})
         record.phase, record.resume_phase, record.reason = record.resume_phase, None, None
@@ -485,17 +488,17 @@ class SchedulerActor(Actor):
     # --- helpers ------------------------------------------------------------------------------
 
     def _cap_of(self, config: ScenarioConfig) -> float | None:
-        spend = self.setup.spend
+        spend = self.spend
         return spend.cap_of(config) if spend is not None else None
 
     def _set_cap(self, record: ScenarioRecord) -> None:
-        if self.setup.spend is not None:
-            self.setup.spend.set_cap(record.conversation, self._cap_of(record.config))
+        if self.spend is not None:
+            self.spend.set_cap(record.conversation, self._cap_of(record.config))
 
     def _state(self, record: ScenarioRecord, *, started: bool = False) -> ScenarioState:
         """The record's public view, with what its run has spent and its cap."""
         state = record.state(started=started)
-        spend = self.setup.spend
+        spend = self.spend
         if spend is None:
             return state
         return state.model_copy(

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from baton.agents.messages import scenario_of
 from baton.context.usage import Usage
 from baton.errors import ConfigError, SpendCapReachedFailure
 from baton.models.pricing import PRICES, ModelPrice, cost_usd
-from baton.pipeline.messages import scenario_of
 from baton.pipeline.scenario import ScenarioConfig, ScenarioRecord, ScenarioStore
 from baton.runtime.token_log import rotated_files
 

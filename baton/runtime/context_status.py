@@ -18,30 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+
+from baton.runtime.context_fill import ContextFill
 
 log = structlog.get_logger(__name__)
-
-
-class ContextFill(BaseModel):
-    """One actor's context size against its window and compaction threshold."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    context_tokens: int = Field(ge=0, description="the context size now")
-    context_window: int = Field(gt=0, description="the actor's effective context window")
-    compact_threshold: int = Field(gt=0, description="context size that triggers compaction")
-    fill: float = Field(ge=0, le=1, description="context_tokens / context_window")
-
-    @classmethod
-    def of(cls, context_tokens: int, context_window: int, compact_threshold: int) -> ContextFill:
-        """Build one, computing `fill` (capped at 1: a context may briefly exceed its window)."""
-        return cls(
-            context_tokens=context_tokens,
-            context_window=context_window,
-            compact_threshold=compact_threshold,
-            fill=min(1.0, context_tokens / context_window),
-        )
 
 
 ContextProvider = Callable[[], ContextFill | Mapping[str, int]]

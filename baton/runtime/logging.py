@@ -25,8 +25,6 @@ from baton.mailboxes.envelope import Envelope
 _SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 _REDACTED = "[redacted]"
 
-PROCESS_LOG = Path(".baton") / "logs" / "baton.jsonl"
-"""The process log of `baton run` and `baton worker`, relative to the workspace."""
 PROCESS_LOG_MAX_BYTES = 50 * 1024 * 1024
 PROCESS_LOG_BACKUPS = 5
 

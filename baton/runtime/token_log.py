@@ -7,7 +7,6 @@ event loop on the disk. Rotation happens between whole lines: a line is never sp
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 from collections.abc import AsyncIterator
@@ -27,12 +26,16 @@ from baton._private import private_dir, private_opener
 from baton.errors import DiskFullFailure, FileTooLargeFailure, StateFileError
 from baton.runtime import disk_writes
 from baton.runtime.disk_writes import append_whole
+
+# Defined beside the paths, for readers that must not load this writer (`baton tail`);
+# still imported from here by the writer's users.
+from baton.runtime.log_files import TOKEN_LOG as TOKEN_LOG  # noqa: PLC0414
+from baton.runtime.log_files import rotated_files as rotated_files  # noqa: PLC0414
 from baton.runtime.logging import current_actor, redact_secrets
 from baton.runtime.token_records import TOKEN_RECORD
 
 log = structlog.get_logger(__name__)
 
-TOKEN_LOG = Path(".baton") / "logs" / "tokens.jsonl"
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 DEFAULT_BACKUPS = 5
 _FOLLOW_BUFFER = 10_000
@@ -42,20 +45,6 @@ capture_sinks: list[list[dict[str, Any]]] = []
 """Lists that every validated record of every `TokenLog` in the process is also appended to
 (a copy each, `ts` included), while they are here: `baton.testing.capture_token_log()` adds
 and removes them. Empty unless something captures, which costs `emit` one truthiness check."""
-
-
-def rotated_files(path: Path) -> list[Path]:
-    """The rotated files `path.N` beside the token log at `path`, oldest (highest N) first:
-    rotation renames `.1` to `.2` and so on (docs/token-log.md)."""
-    prefix = f"{path.name}."
-    numbered = [
-        (int(suffix), candidate)
-        for candidate in path.parent.glob(f"{glob.escape(path.name)}.*")
-        if (suffix := candidate.name.removeprefix(prefix)).isascii()
-        and suffix.isdigit()
-        and candidate.is_file()
-    ]
-    return [candidate for _, candidate in sorted(numbered, reverse=True)]
 
 
 def _add_context(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:

@@ -5,11 +5,13 @@ summary, its design files and the exact commands that decide it (docs/handoffs.m
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baton.errors import BatonError
-from baton.pipeline.messages import ScenarioState
 from baton.pipeline.packages import InitToExecuteContext, parse_package
+
+if TYPE_CHECKING:
+    from baton.pipeline.messages import ScenarioState
 
 SUMMARY_CHARS = 400
 

@@ -1,4 +1,7 @@
-"""The control API's request and response bodies, shared by the server and the `Client`."""
+"""The control API's request and response bodies, shared by the server and the `Client`;
+`GET /status`'s is in `_status_models`, `/dead-letters`' and `/memory`'s beside their routes.
+Nothing here imports past pydantic: `baton tell` and `baton ask` load this module and the
+client alone (docs/architecture.md, "What a command imports")."""
 
 from __future__ import annotations
 
@@ -6,9 +9,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from baton.pipeline.messages import ScenarioState
-from baton.pipeline.scenario_damage import DamagedScenario
-from baton.runtime.context_status import ContextFill
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 
 MAX_TIMEOUT = 3600.0
@@ -98,43 +98,6 @@ class Health(_Body):
     pid: int
     workspace: str | None
     version: str
-
-
-class ActorReport(_Body):
-    name: str
-    actor_type: str
-    state: str
-    mailbox_depth: int
-    mailbox_capacity: int
-    handled: int
-    failures: int
-    restarts: int
-    stop_reason: str | None
-    context: ContextFill | None = Field(
-        None, description="context size and fill, for actors that report one"
-    )
-    working_on: list[str] = Field(
-        default_factory=list,
-        description="the keys (an agent's conversations) a keyed actor works on now",
-    )
-
-
-class StatusReport(_Body):
-    pid: int
-    workspace: str | None
-    actors: list[ActorReport]
-    scheduler: bool = Field(description="whether a scheduler actor is running")
-    scenarios: list[ScenarioState] = Field(description="every scenario the scheduler knows")
-    pending_approvals: list[ScenarioState] = Field(description="scenarios awaiting approval")
-    scenarios_error: str | None = Field(None, description="why scenarios could not be listed")
-    damaged_scenarios: list[DamagedScenario] = Field(
-        default_factory=list,
-        description="scenarios whose record under `.baton/scheduler/` cannot be read back "
-        "(refused until the file is moved aside): each with its file, the problem, the fix",
-    )
-    dead_letters: int = Field(description="messages dead-lettered since start")
-    token_log: str | None = Field(description="path of the token log")
-    token_records: int = Field(description="token-log records written since start")
 
 
 class StopAccepted(_Body):

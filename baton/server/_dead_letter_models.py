@@ -4,10 +4,13 @@ control API and the `Client`; no FastAPI here, so the CLI starts without it)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from baton.runtime.dead_letters import DeadLetter
+if TYPE_CHECKING:
+    # The runtime's sink (structlog, the mailboxes): the server's side alone needs it.
+    from baton.runtime.dead_letters import DeadLetter
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000

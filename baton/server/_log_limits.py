@@ -16,10 +16,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import structlog
-
-log = structlog.get_logger(__name__)
-
 REPEAT_INTERVAL = 60.0
 _MAX_KEYS = 256  # distinct failures remembered; the oldest is forgotten beyond that
 _OUT_OF = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
@@ -59,10 +55,15 @@ def _hint(error: BaseException | None) -> str | None:
     return None
 
 
+def _nothing() -> None:
+    pass
+
+
 def loop_exception_handler(
-    limiter: RepeatLimiter,
+    limiter: RepeatLimiter, before_logging: Callable[[], None] = _nothing
 ) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
-    """An asyncio exception handler that logs each distinct failure as one rate-limited line."""
+    """An asyncio exception handler that logs each distinct failure as one rate-limited line;
+    `before_logging` is called before each line (it may set logging up)."""
 
     def handle(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         error = context.get("exception")
@@ -79,12 +80,20 @@ def loop_exception_handler(
             fields["hint"] = hint
         if held_back:
             fields["repeats_held_back"] = held_back
-        log.error("loop.error", **fields)
+        before_logging()
+        # structlog, and rich which it loads, only once there is a line to log: the
+        # command line's light commands start without them (docs/architecture.md, "What a
+        # command imports").
+        import structlog  # noqa: PLC0415
+
+        structlog.get_logger(__name__).error("loop.error", **fields)
 
     return handle
 
 
-def quiet_event_loop(limiter: RepeatLimiter | None = None) -> None:
+def quiet_event_loop(
+    limiter: RepeatLimiter | None = None, *, before_logging: Callable[[], None] = _nothing
+) -> None:
     """Install the rate-limited handler on the running asyncio loop."""
-    handler = loop_exception_handler(limiter or RepeatLimiter())
+    handler = loop_exception_handler(limiter or RepeatLimiter(), before_logging)
     asyncio.get_running_loop().set_exception_handler(handler)

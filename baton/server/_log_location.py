@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 
 from baton.errors import StateFileError
-from baton.runtime.token_log import TOKEN_LOG
+from baton.runtime.log_files import TOKEN_LOG
 
 _KINDS = {
     stat.S_IFREG: "a file",

@@ -13,14 +13,11 @@ import argparse
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from baton.errors import NoRuntimeError, UnknownMemoryError
-from baton.memory import MemoryEntry, MemoryStore, open_memory
-from baton.memory.store import default_path
-from baton.pipeline.config import load_config
 from baton.server._memory_models import (
     DEFAULT_SEARCH_LIMIT,
     MAX_QUERY_CHARS,
@@ -31,6 +28,9 @@ from baton.server._memory_models import (
     render_search,
 )
 from baton.server.client import Client
+
+if TYPE_CHECKING:
+    from baton.memory import MemoryEntry, MemoryStore
 
 MEMORY_HELP = (
     "list, search or forget long-term memory entries: the Scheduler's findings of each "
@@ -93,6 +93,12 @@ async def _memory(workspace: str) -> AsyncIterator[_Memory]:
             return
     except NoRuntimeError:
         pass
+    # The store and the configuration, loaded only when no runtime answers: `baton --help`
+    # builds this command's parser (docs/architecture.md, "What a command imports").
+    from baton.memory import open_memory  # noqa: PLC0415
+    from baton.memory.store import default_path  # noqa: PLC0415
+    from baton.pipeline.config import load_config  # noqa: PLC0415
+
     root = Path(workspace)
     settings = (await anyio.to_thread.run_sync(load_config, root)).memory
     if not await anyio.Path(default_path(root, settings)).exists():

@@ -26,7 +26,7 @@ from fastapi import APIRouter, Path
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from baton.agents.agent import ResumeRound
+from baton.agents.messages import ResumeRound
 from baton.errors import (
     BatonError,
     ControlRequestError,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
-from baton.agents.compaction_audit import compaction_lines
-from baton.pipeline.messages import ScenarioState
-from baton.runtime.context_status import ContextFill
 from baton.runtime.token_records import TokenRecord
-from baton.server._approvals import pending_lines
-from baton.server._control_models import StatusReport
+
+if TYPE_CHECKING:
+    from baton.pipeline.messages import ScenarioState
+    from baton.runtime.context_fill import ContextFill
+    from baton.server._status_models import StatusReport
 
 BAR_WIDTH = 20
 _COMMON = ("ts", "event", "actor", "scenario", "conversation")
@@ -124,6 +124,11 @@ def render_status(report: StatusReport, workspace: str | None = None) -> str:
     summary, design files and the commands that decide it), scenarios whose record is
     damaged (its file, what is wrong, what to do), dead letters. `workspace` is the
     `--workspace` the commands must carry (None or `.`: none)."""
+    # The compaction audit (the agents' package) and the handoff packages: `baton status`
+    # loads them, `baton tail` does not (docs/architecture.md, "What a command imports").
+    from baton.agents.compaction_audit import compaction_lines  # noqa: PLC0415
+    from baton.server._approvals import pending_lines  # noqa: PLC0415
+
     lines = [f"runtime pid {report.pid} in {report.workspace}"]
     header = ["ACTOR", "TYPE", "STATE", "MAILBOX", "HANDLED", "FAILED", "RESTARTS", "CONTEXT"]
     rows = [header] + [

@@ -14,8 +14,7 @@ from typing import Any
 
 from baton.models.call_tally import CallTally, token_count
 from baton.pipeline.messages import SCHEDULER, ScenarioState
-from baton.runtime.logging import PROCESS_LOG
-from baton.runtime.token_log import TOKEN_LOG
+from baton.runtime.log_files import PROCESS_LOG, TOKEN_LOG
 
 NO_SCENARIO = "(no scenario)"
 

@@ -9,41 +9,18 @@ the same conversation, so the conversation is what tells runs apart.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from baton.agents.agent_config import DEFAULT_AGENTS
+from baton.agents.messages import RUN_SEPARATOR, scenario_of
 from baton.errors import BatonError, CommandLineError
-from baton.pipeline.messages import RUN_SEPARATOR, SCHEDULER, scenario_of
+from baton.runtime.log_files import rotated_files
 from baton.runtime.settings import read_config
-from baton.runtime.token_log import rotated_files
 from baton.runtime.token_records import EVENTS
 from baton.server._tail import record_matches
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
-SINCE_HELP = "a duration back from now (30s, 10m, 2h, 1d) or an ISO 8601 time (UTC unless given)"
-
-
-def parse_since(text: str, *, now: datetime | None = None) -> datetime:
-    """The moment `--since TEXT` names, in UTC; `ValueError` saying what to write instead."""
-    match = _DURATION.match(text)
-    if match is not None:
-        amount, unit = float(match.group(1)), match.group(2)
-        return (now or datetime.now(UTC)) - timedelta(seconds=amount * _UNIT_SECONDS[unit])
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a duration (30s, 10m, 2h, 1d) or an ISO 8601 time "
-            "(2026-11-23T22:00:00)"
-        ) from None
-    # The log's times are UTC; a time written without a zone is read as one of them.
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def record_time(record: Mapping[str, Any]) -> datetime | None:
@@ -147,6 +124,11 @@ def check_event(event: str) -> None:
 def configured_actors(workspace: Path) -> set[str]:
     """The pipeline's actors and every `[actors.<name>]` table of the workspace's baton.toml
     (read as written: `baton run` is the one that validates it)."""
+    # The agents' settings and the pipeline's messages, loaded by `--actor` alone
+    # (docs/architecture.md, "What a command imports").
+    from baton.agents.agent_config import DEFAULT_AGENTS  # noqa: PLC0415
+    from baton.pipeline.messages import SCHEDULER  # noqa: PLC0415
+
     names = {SCHEDULER, *DEFAULT_AGENTS}
     with contextlib.suppress(BatonError, OSError):
         tables = read_config(workspace)[0].get("actors")

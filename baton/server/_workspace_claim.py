@@ -21,13 +21,11 @@ import anyio
 import structlog
 
 from baton._private import private_dir, private_opener
-from baton._regular_files import read_regular
 from baton.errors import StateFileError, UsageError, WorkspaceBusyError
+from baton.server._workspace_files import CONTROL_SOCKET, PID_FILE, read_pid
 
 log = structlog.get_logger(__name__)
 
-CONTROL_SOCKET = Path(".baton") / "control.sock"
-PID_FILE = Path(".baton") / "baton.pid"
 # sockaddr_un.sun_path holds 108 bytes on Linux (104 on macOS), the terminating NUL included.
 SOCKET_PATH_MAX = 103
 
@@ -39,19 +37,6 @@ class WorkspaceClaim:
     workspace: Path
     pid_file: Path
     socket_path: Path
-
-
-_PID_BYTES = 64
-
-
-def read_pid(pid_file: Path) -> int | None:
-    """The pid written in `pid_file`, or None if there is none or it is not a number."""
-    try:
-        # Only a regular file is read: a named pipe planted there would block the reader.
-        text = read_regular(pid_file, str(pid_file), _PID_BYTES).decode("ascii").strip()
-    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
-        return None
-    return int(text) if text.isdigit() else None
 
 
 def _lock(pid_file: Path, workspace: Path) -> int:

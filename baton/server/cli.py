@@ -15,24 +15,23 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
-import structlog
 
 from baton.errors import BatonError, CommandLineError
-from baton.runtime.logging import PROCESS_LOG, LogFile, configure_logging, stop_stdlib_forwarding
-from baton.server._approvals import render_show
+from baton.runtime.log_files import PROCESS_LOG
+from baton.server._command_logging import LIGHT_COMMANDS, CommandLogging
 from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTERS
 from baton.server._dead_letter_models import MAX_LIMIT as MAX_DEAD_LETTERS
 from baton.server._dead_letter_models import render_dead_letters
 from baton.server._log_limits import quiet_event_loop
 from baton.server._memory_command import memory_commands
-from baton.server._render import render_scenario, render_status
-from baton.server._report_command import write_report
-from baton.server._tail_command import TailOptions, tail
-from baton.server._tail_filters import SINCE_HELP, parse_since
+from baton.server._since import SINCE_HELP, parse_since
 from baton.server.client import Client, not_unicode, not_unicode_message
+
+if TYPE_CHECKING:
+    from baton.runtime.logging import LogFile
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -108,6 +107,9 @@ def _print(text: str) -> None:
 
 
 # --- commands ------------------------------------------------------------------------------
+# Each command imports what only it uses: `baton tell` must not pay for the scenario shapes
+# and their renderers, `status` for the runtime (docs/architecture.md, "What a command
+# imports").
 
 
 async def _run(args: argparse.Namespace) -> None:
@@ -144,6 +146,8 @@ async def _worker(args: argparse.Namespace) -> None:
 
 
 async def _submit(args: argparse.Namespace) -> None:
+    from baton.server._render import render_scenario  # noqa: PLC0415
+
     async with Client(args.workspace) as client:
         state = await client.submit(
             args.scenario, args.requirement, auto_approve=True if args.auto_approve else None
@@ -173,12 +177,16 @@ async def _ask(args: argparse.Namespace) -> None:
 
 
 async def _status(args: argparse.Namespace) -> None:
+    from baton.server._render import render_status  # noqa: PLC0415
+
     async with Client(args.workspace) as client:
         report = await client.status()
     _print(report.model_dump_json(indent=2) if args.json else render_status(report, args.workspace))
 
 
 async def _show(args: argparse.Namespace) -> None:
+    from baton.server._approvals import render_show  # noqa: PLC0415
+
     async with Client(args.workspace) as client:
         state = await client.scenario(args.scenario)
     _print(state.model_dump_json(indent=2) if args.json else render_show(state, args.workspace))
@@ -191,11 +199,15 @@ async def _dead_letters(args: argparse.Namespace) -> None:
 
 
 async def _approve(args: argparse.Namespace) -> None:
+    from baton.server._render import render_scenario  # noqa: PLC0415
+
     async with Client(args.workspace) as client:
         _print(render_scenario(await client.approve(args.scenario)))
 
 
 async def _reject(args: argparse.Namespace) -> None:
+    from baton.server._render import render_scenario  # noqa: PLC0415
+
     async with Client(args.workspace) as client:
         _print(render_scenario(await client.reject(args.scenario, args.reason)))
 
@@ -208,6 +220,8 @@ async def _stop(args: argparse.Namespace) -> None:
 
 
 async def _report(args: argparse.Namespace) -> None:
+    from baton.server._report_command import write_report  # noqa: PLC0415
+
     workspace = Path(args.workspace)
     out = None if args.out is None else Path(args.out)
     written = await anyio.to_thread.run_sync(write_report, workspace, args.scenario, out)
@@ -215,6 +229,8 @@ async def _report(args: argparse.Namespace) -> None:
 
 
 async def _tail(args: argparse.Namespace) -> None:
+    from baton.server._tail_command import TailOptions, tail  # noqa: PLC0415
+
     options = TailOptions(
         workspace=Path(args.workspace),
         follow=args.follow,
@@ -272,6 +288,8 @@ def _log_file(args: argparse.Namespace) -> LogFile | None:
     # must not be created by its first log line.
     if getattr(args, "log_format", "json") != "file" or not Path(args.workspace).is_dir():
         return None
+    from baton.runtime.logging import LogFile  # noqa: PLC0415 - see _command_logging
+
     return LogFile(Path(args.workspace) / PROCESS_LOG)
 
 
@@ -545,29 +563,25 @@ def main(argv: list[str] | None = None) -> int:
             "show, approve, reject, dead-letters, memory, stop) — see `baton --help`\n"
         )
         return EXIT_USAGE
-    # Restored on return: main() is also called in-process (tests, embedding scripts).
-    logging_before = structlog.get_config()
-    log_file = _log_file(args)
-    configure_logging(file=log_file, level="info" if args.name in ("run", "worker") else "warning")
+    logs = CommandLogging(args.name, _log_file(args))
+    if args.name not in LIGHT_COMMANDS:
+        logs.configure()
     try:
-        return _dispatch(handler, args)
+        return _dispatch(handler, args, logs)
     finally:
-        structlog.configure(**logging_before)
-        stop_stdlib_forwarding()
-        if log_file is not None:
-            log_file.close()
+        logs.restore()
 
 
-async def _quietly(handler: Command, args: argparse.Namespace) -> None:
+async def _quietly(handler: Command, args: argparse.Namespace, logs: CommandLogging) -> None:
     # A failure the event loop reports over and over (EMFILE on accept under fd exhaustion)
     # is logged once per interval, not once per occurrence with a traceback.
-    quiet_event_loop()
+    quiet_event_loop(before_logging=logs.configure)
     await handler(args)
 
 
-def _dispatch(handler: Command, args: argparse.Namespace) -> int:
+def _dispatch(handler: Command, args: argparse.Namespace, logs: CommandLogging) -> int:
     try:
-        anyio.run(_quietly, handler, args, backend="asyncio")
+        anyio.run(_quietly, handler, args, logs, backend="asyncio")
     except KeyboardInterrupt:
         return EXIT_OK if args.name == "tail" else EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 from urllib.parse import quote
 
 import anyio
@@ -32,18 +33,17 @@ from baton.errors import (
     UsageError,
 )
 from baton.memory import MemoryEntry
-from baton.pipeline.messages import ScenarioState
 from baton.runtime._error_wire import rebuild_error
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
-from baton.server._control_models import (
-    AskReply,
-    Health,
-    StatusReport,
-)
+from baton.server._control_models import AskReply, Health
 from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTERS
 from baton.server._dead_letter_models import DeadLetterList
 from baton.server._memory_models import DEFAULT_SEARCH_LIMIT, MemoryListing, MemorySearch
-from baton.server._workspace_claim import CONTROL_SOCKET, PID_FILE, read_pid
+from baton.server._workspace_files import CONTROL_SOCKET, PID_FILE, read_pid
+
+if TYPE_CHECKING:
+    from baton.pipeline.messages import ScenarioState
+    from baton.server._status_models import StatusReport
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -86,6 +86,15 @@ def not_unicode_message(type_name: str, where: str) -> str:
     )
 
 
+def _scenario(raw: Any) -> ScenarioState:
+    # Imported on use, as the scenario's and the status' shapes are: they live with the
+    # pipeline's messages, which `baton tell` and `baton ask` must not load
+    # (docs/architecture.md, "What a command imports").
+    from baton.pipeline.messages import ScenarioState  # noqa: PLC0415
+
+    return ScenarioState.model_validate(raw)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -106,8 +115,11 @@ class Client:
         self._http: httpx2.AsyncClient | None = None
 
     async def __aenter__(self) -> Self:
+        # Plain HTTP over a Unix socket: a TLS context that trusts no certificate, instead of
+        # the default one, whose CA bundle takes 40 ms of every command's start to load.
+        no_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self._http = httpx2.AsyncClient(
-            transport=httpx2.AsyncHTTPTransport(uds=os.fspath(self.socket_path)),
+            transport=httpx2.AsyncHTTPTransport(uds=os.fspath(self.socket_path), verify=no_tls),
             base_url="http://baton",
             timeout=self._timeout,
         )
@@ -206,6 +218,8 @@ class Client:
 
     async def status(self) -> StatusReport:
         """Actors, context fill, scenarios, pending approvals and dead letters."""
+        from baton.server._status_models import StatusReport  # noqa: PLC0415 - see _scenario
+
         return StatusReport.model_validate(await self._request("GET", "/status"))
 
     async def tell(
@@ -269,26 +283,25 @@ class Client:
     ) -> ScenarioState:
         """Submit a scenario to the scheduler (`auto_approve` overrides its scenario.toml)."""
         body = {"scenario": scenario, "requirement": requirement, "auto_approve": auto_approve}
-        return ScenarioState.model_validate(await self._request("POST", "/scenarios", body=body))
+        return _scenario(await self._request("POST", "/scenarios", body=body))
 
     async def scenario(self, name: str) -> ScenarioState:
         """One scenario's state; `UnknownScenarioError` if the scheduler knows none."""
-        return ScenarioState.model_validate(await self._request("GET", f"/scenarios/{name}"))
+        return _scenario(await self._request("GET", f"/scenarios/{name}"))
 
     async def scenarios(self) -> list[ScenarioState]:
         """Every scenario the scheduler knows."""
         raw = await self._request("GET", "/scenarios")
-        return [ScenarioState.model_validate(item) for item in raw]
+        return [_scenario(item) for item in raw]
 
     async def approve(self, scenario: str) -> ScenarioState:
         """Approve the scenario's pending Init → Execute handoff."""
-        raw = await self._request("POST", f"/scenarios/{scenario}/approve")
-        return ScenarioState.model_validate(raw)
+        return _scenario(await self._request("POST", f"/scenarios/{scenario}/approve"))
 
     async def reject(self, scenario: str, reason: str) -> ScenarioState:
         """Reject the pending handoff, with the reason Init gets back."""
         raw = await self._request("POST", f"/scenarios/{scenario}/reject", body={"reason": reason})
-        return ScenarioState.model_validate(raw)
+        return _scenario(raw)
 
     async def dead_letters(self, limit: int = DEFAULT_DEAD_LETTERS) -> DeadLetterList:
         """The newest `limit` dead letters (newest last) and how many there were in all."""

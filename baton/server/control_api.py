@@ -62,11 +62,9 @@ from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.runtime.runtime import Runtime
 from baton.server._control_models import (
     DEFAULT_TELL_TIMEOUT,
-    ActorReport,
     AskReply,
     Health,
     MessageRequest,
-    StatusReport,
     StopAccepted,
     Told,
     utf8_safe,
@@ -77,6 +75,7 @@ from baton.server._memory_api import memory_routes
 from baton.server._openapi import ANY_ROUTE, control_openapi
 from baton.server._pipeline_api import PIPELINE_PROTOCOL, scenario_router, scenario_status
 from baton.server._request_limits import RequestGuard, error_response, request_error
+from baton.server._status_models import ActorReport, StatusReport
 from baton.server._tail import record_matches
 from baton.server._token_stream import NDJSON, FollowResponse, file_lines
 

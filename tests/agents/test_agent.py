@@ -17,12 +17,13 @@ from baton.agents.agent import AgentActor
 from baton.agents.agent_config import AgentConfig
 from baton.agents.agent_setup import AgentSetup, ToolHooks
 from baton.agents.journal import FileJournalStore
+from baton.agents.messages import Prompt
 from baton.agents.tools import Sandbox, Toolbox, ToolOutcome, file_tools
 from baton.context.strategy import ContextBudget
 from baton.context.validation import validate_request
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline.agent_context import AgentContext
-from baton.pipeline.messages import Dispatch, HandoffDelivered, Prompt, RoundEnded
+from baton.pipeline.messages import Dispatch, HandoffDelivered, RoundEnded
 from baton.pipeline.roles import InitActor, agent_setup, role_toolbox, shipped_prompt
 from baton.runtime.supervision import SupervisorPolicy
 from baton.testing import capture_token_log

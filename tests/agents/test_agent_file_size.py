@@ -14,10 +14,11 @@ import pytest
 from baton import Actor, Runtime, handler
 from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import MemoryJournalStore
+from baton.agents.messages import Prompt
 from baton.errors import FileTooLargeFailure
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline.agent_context import AgentContext
-from baton.pipeline.messages import Dispatch, Prompt, WorkRefused
+from baton.pipeline.messages import Dispatch, WorkRefused
 from baton.pipeline.roles import InitActor, agent_setup
 
 CONFIG = AgentConfig(

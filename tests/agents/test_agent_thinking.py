@@ -10,7 +10,7 @@ from structlog.testing import capture_logs
 from baton import Runtime
 from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore
-from baton.pipeline.messages import Prompt
+from baton.agents.messages import Prompt
 from baton.pipeline.roles import InitActor, agent_setup
 from baton.runtime.token_log import TOKEN_LOG
 from baton.testing import DEFAULT_MODELS, MessagesAPIStandIn, capture_token_log

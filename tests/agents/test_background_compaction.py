@@ -10,16 +10,16 @@ from typing import Any
 import anyio
 
 from baton import Runtime
-from baton.agents._background_summary import hard_limit
 from baton.agents.agent_config import AgentConfig
 from baton.agents.agent_setup import AgentSetup
+from baton.agents.compaction import hard_limit
 from baton.agents.journal import FileJournalStore, encode_line
+from baton.agents.messages import Prompt
 from baton.context.payload import Payload
 from baton.context.strategy import ContextBudget
 from baton.context.validation import validate_request
 from baton.models.protocol import ModelLimits, ModelResponse, current_call
 from baton.models.scripted import Script, ScriptedModel
-from baton.pipeline.messages import Prompt
 from baton.pipeline.roles import InitActor, agent_setup
 from baton.testing import capture_token_log
 

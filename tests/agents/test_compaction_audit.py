@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -15,8 +16,10 @@ import pytest
 from baton import Runtime
 from baton.agents._compaction_report import CompactionReports
 from baton.agents.agent_config import AgentConfig
+from baton.agents.compaction import CompactionHost, Compactor
 from baton.agents.compaction_audit import compaction_lines, last_compactions
 from baton.agents.journal import FileJournalStore
+from baton.agents.messages import Prompt
 from baton.context.conversation import Conversation
 from baton.context.records import Compaction
 from baton.context.strategy import ContextBudget
@@ -24,11 +27,11 @@ from baton.errors import CompactionIneffectiveError, ConfigError
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.config import parse_config
-from baton.pipeline.messages import Dispatch, Prompt, WorkRefused
+from baton.pipeline.messages import Dispatch, WorkRefused
 from baton.pipeline.roles import InitActor, agent_setup
 from baton.runtime.actor import Actor, handler
-from baton.server._control_models import StatusReport
 from baton.server._render import render_status
+from baton.server._status_models import StatusReport
 from baton.testing import capture_token_log
 
 
@@ -267,9 +270,9 @@ async def test_two_weak_compactions_in_a_row_stop_compacting_and_log_the_figures
     )
     conversation = _conversation(110_000)
     await reports.compacted(conversation, _record(120_000, 115_000), [], BUDGET)
-    assert reports.may_compact(conversation, BUDGET)
+    assert reports.stopped(conversation) is None
     await reports.compacted(conversation, _record(113_000, 110_000), [], BUDGET)
-    assert not reports.may_compact(conversation, BUDGET)
+    assert [5_000, 3_000] == reports.stopped(conversation)
     ineffective = [line for line in sink.lines if line["event"] == "context.compaction_ineffective"]
     assert [
         {
@@ -295,7 +298,7 @@ async def test_a_good_compaction_between_weak_ones_resets_the_count() -> None:
     conversation = _conversation(110_000)
     for before, after in ((120_000, 115_000), (150_000, 60_000), (113_000, 110_000)):
         await reports.compacted(conversation, _record(before, after), [], BUDGET)
-    assert reports.may_compact(conversation, BUDGET)
+    assert reports.stopped(conversation) is None
     assert [] == [line for line in sink.lines if line["event"] == "context.compaction_ineffective"]
 
 
@@ -307,10 +310,11 @@ async def test_a_stopped_conversation_about_to_overflow_fails_with_a_clear_messa
     conversation = _conversation(190_000)
     for before, after in ((195_000, 192_000), (193_000, 190_000)):
         await reports.compacted(conversation, _record(before, after), [], BUDGET)
+    compactor = Compactor(cast(CompactionHost, SimpleNamespace(name="execute")), reports)
     with pytest.raises(
         CompactionIneffectiveError, match=r"execute: the context .* about to overflow"
     ):
-        reports.may_compact(conversation, BUDGET)
+        compactor.may_compact(conversation, BUDGET)
 
 
 def test_min_compaction_gain_is_a_validated_config_key() -> None:

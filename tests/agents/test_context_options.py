@@ -80,6 +80,6 @@ def test_the_agent_builds_its_strategy_with_the_configured_options(tmp_path: Pat
         journal=FileJournalStore(tmp_path),
         token_log=_Sink(),
     )
-    strategy = AgentLoop(setup, cast(Actor, None))._new_strategy()
+    strategy = AgentLoop(setup, cast(Actor, None)).new_strategy()
     assert isinstance(strategy, SummarizeStrategy)
     assert (10, 40_000) == (strategy.stride, strategy.strip_batch_tokens)

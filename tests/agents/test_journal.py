@@ -12,9 +12,9 @@ from baton import Runtime
 from baton.agents.agent import AgentActor
 from baton.agents.agent_setup import AgentSetup
 from baton.agents.journal import FileJournalStore, MemoryJournalStore, decode_line, encode_line
+from baton.agents.messages import Prompt
 from baton.errors import JournalCorruptError, UsageError
 from baton.models.scripted import ScriptedModel
-from baton.pipeline.messages import Prompt
 from tests.agents.test_agent import config, scripted
 
 

@@ -18,6 +18,7 @@ from tests.mailboxes.backends import (
 
 
 def backend_of(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """The backend the fixture's parameter names, its storage under the test's tmp_path."""
     kind = str(request.param)
     if kind == "memory":
         return memory_backend()

@@ -19,6 +19,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from baton import Actor, Runtime, handler
 from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore
+from baton.agents.messages import Prompt
 from baton.agents.tools import Toolbox, ToolOutcome
 from baton.context.payload import ToolUseBlock
 from baton.errors import ConfigError
@@ -32,7 +33,7 @@ from baton.models.telemetry import (
     round_trace,
 )
 from baton.pipeline.config import parse_config
-from baton.pipeline.messages import HandoffDelivered, Prompt
+from baton.pipeline.messages import HandoffDelivered
 from baton.pipeline.roles import InitActor, agent_setup
 from baton.testing import capture_token_log
 

@@ -9,14 +9,9 @@ from typing import Any
 
 import pytest
 
-from baton.agents.tools import (
-    Sandbox,
-    Toolbox,
-    complete_scenario,
-    handoff_to_execute,
-    return_to_init,
-)
+from baton.agents.tools import Sandbox, Toolbox
 from baton.context.payload import ToolUseBlock
+from baton.pipeline.handoff_tools import complete_scenario, handoff_to_execute, return_to_init
 from baton.pipeline.packages import (
     ContextPackage,
     ExecuteToInitContext,

@@ -17,6 +17,7 @@ from redis.asyncio import Redis
 
 from baton import Actor, Runtime, handler
 from baton.agents.journal import MemoryJournalStore
+from baton.agents.messages import Prompt
 from baton.agents.redis_journal import RedisJournalStore
 from baton.errors import (
     ConfigError,
@@ -27,7 +28,6 @@ from baton.errors import (
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline.config import parse_config
 from baton.pipeline.host import journal_for
-from baton.pipeline.messages import Prompt
 from baton.pipeline.roles import InitActor, agent_setup
 from baton.runtime.ref import ActorRef
 from baton.runtime.token_log import TokenLog

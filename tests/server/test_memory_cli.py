@@ -21,7 +21,7 @@ from baton.memory import MemoryEntry, open_memory
 from baton.pipeline.config import load_config
 from baton.runtime import Runtime
 from baton.server import ControlServer
-from baton.server._workspace_claim import CONTROL_SOCKET
+from baton.server._workspace_files import CONTROL_SOCKET
 from baton.server.cli import main
 from baton.server.client import Client
 
@@ -30,7 +30,7 @@ from baton.server.client import Client
 def quiet_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The runtime shares this process with the CLI: its log lines are captured, so stdout
     and stderr hold what the commands print."""
-    monkeypatch.setattr("baton.server.cli.configure_logging", lambda **_: None)
+    monkeypatch.setattr("baton.runtime.logging.configure_logging", lambda **_: None)
     with structlog.testing.capture_logs():
         yield
 
@@ -85,7 +85,7 @@ def test_the_cli_goes_through_the_running_runtime(
     def no_local_store(*_: object, **__: object) -> None:
         raise AssertionError("the CLI opened the store itself while a runtime runs")
 
-    monkeypatch.setattr("baton.server._memory_command.open_memory", no_local_store)
+    monkeypatch.setattr("baton.memory.open_memory", no_local_store)
     with running(tmp_path):
         code, out, _ = baton(capsys, "memory", "list", "--workspace", ws, "--json")
         listed = [e["id"] for e in json.loads(out)["entries"]]

@@ -102,7 +102,7 @@ def quiet_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The runtime shares this process with the CLI: its log lines are captured, not
     printed, so stdout and stderr hold what the commands print (the CLI's own logging set-up
     would send the runtime's lines to the command's stderr)."""
-    monkeypatch.setattr("baton.server.cli.configure_logging", lambda **_: None)
+    monkeypatch.setattr("baton.runtime.logging.configure_logging", lambda **_: None)
     with structlog.testing.capture_logs():
         yield
 

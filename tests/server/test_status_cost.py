@@ -10,8 +10,8 @@ from baton import Runtime
 from baton.pipeline.host import open_pipeline
 from baton.pipeline.messages import ScenarioState, StartScenario
 from baton.server import create_control_app
-from baton.server._control_models import StatusReport
 from baton.server._render import cost_figure, render_status
+from baton.server._status_models import StatusReport
 from baton.testing import read_token_log
 from tests.pipeline.test_cost_cap import scripted, set_cap, settled, wait_for
 

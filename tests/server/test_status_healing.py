@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from baton.errors import NoSchedulerError
 from baton.pipeline.messages import ScenarioState
-from baton.server._control_models import ActorReport, StatusReport
 from baton.server._render import render_status
+from baton.server._status_models import ActorReport, StatusReport
 
 
 def test_status_shows_a_cooling_actor_and_a_waiting_scenario() -> None:

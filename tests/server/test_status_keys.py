@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from baton import Actor, Runtime, handler
 from baton.server import create_control_app
-from baton.server._control_models import ActorReport, StatusReport
 from baton.server._render import render_status
+from baton.server._status_models import ActorReport, StatusReport
 
 
 class Round(BaseModel):

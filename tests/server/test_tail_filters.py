@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from baton.server._render import render_record
+from baton.server._since import parse_since
 from baton.server._tail_command import TailOptions, tail
-from baton.server._tail_filters import parse_since
 from baton.server.cli import main
 
 

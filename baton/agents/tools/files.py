@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -27,7 +28,6 @@ from baton.agents._dir_walk import DIR_FLAGS
 from baton.agents.tools._sandbox import Sandbox
 from baton.agents.tools.protocol import Tool, ToolOutcome
 from baton.errors import InvalidArtifactError
-from baton.pipeline.artifacts import artifact_model, validate_artifact
 
 DEFAULT_LIMIT: Final = 400
 HEAD_TAIL_LINES: Final = 40
@@ -167,6 +167,12 @@ def _head_tail(header: str, lines: list[str], each: int) -> str:
     )
 
 
+ContentCheck = Callable[[str, str], bool]
+"""Judges what Write is about to write at a workspace-relative path: True when the place has
+a schema the content was checked against (no JSON warning then), False when it has none;
+raises `InvalidArtifactError` when the content does not fit, and nothing is written."""
+
+
 class WriteInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -178,20 +184,20 @@ class Write:
     """Write a whole file atomically; an iteration's known artifacts are validated first."""
 
     name = "Write"
-    description = (
-        "Write a whole text file in the workspace, atomically: readers see the old file or "
-        "the new one, never half of it. Parent directories are created. Files at known places "
-        "of an iteration (samples/, execution_traces/, evaluation_results/, "
-        "attribution_analysis/, failure_summary.json, layer1_problems_report.json) must match "
-        "their schema or nothing is written. Paths are relative to the workspace root. Write "
-        "writes only under the scenario's folder (scenarios/<name>/) and folders the "
-        "workspace allows; a refusal says where."
-    )
     input_model = WriteInput
 
-    def __init__(self, sandbox: Sandbox, *, validate_artifacts: bool = True) -> None:
+    def __init__(
+        self, sandbox: Sandbox, *, check: ContentCheck | None = None, check_note: str = ""
+    ) -> None:
         self._sandbox = sandbox
-        self._validate_artifacts = validate_artifacts
+        self._check = check
+        self.description = (
+            "Write a whole text file in the workspace, atomically: readers see the old file "
+            "or the new one, never half of it. Parent directories are created. "
+            f"{check_note}{' ' if check_note else ''}Paths are relative to the workspace root. "
+            "Write writes only under the scenario's folder (scenarios/<name>/) and folders "
+            "the workspace allows; a refusal says where."
+        )
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -201,30 +207,30 @@ class Write:
         written = await anyio.to_thread.run_sync(self._write, args)
         if isinstance(written, ToolOutcome):
             return written
-        shown, model = written
+        shown, checked = written
         text = f"wrote {shown}: {len(args.content.splitlines())} lines, {len(args.content)} chars"
-        if model is None and shown.endswith(".json"):
+        if not checked and shown.endswith(".json"):
             try:
                 json.loads(args.content)
             except ValueError as error:
                 text += f" (warning: this is not valid JSON: {error})"
         return ToolOutcome(text)
 
-    def _write(self, args: WriteInput) -> tuple[str, type[BaseModel] | None] | ToolOutcome:
+    def _write(self, args: WriteInput) -> tuple[str, bool] | ToolOutcome:
         # One worker-thread call: the file lands in the directory the walk checked, by
         # descriptor, whatever its path leads to by then (docs/handoffs.md, "Sandbox").
         with self._sandbox.walk_for_write(args.path) as here:
             shown = self._sandbox.shown(here.resolved)
             if here.is_directory():
                 return ToolOutcome(f"{shown} is a directory; give a file path", is_error=True)
-            model = artifact_model(shown) if self._validate_artifacts else None
-            if model is not None:
+            checked = False
+            if self._check is not None:
                 try:
-                    validate_artifact(shown, args.content, model)
+                    checked = self._check(shown, args.content)
                 except InvalidArtifactError as error:
                     return ToolOutcome(f"nothing written: {error}", is_error=True)
             write_at(*here.enter_missing(), args.content.encode())
-        return shown, model
+        return shown, checked
 
 
 class ListInput(BaseModel):
@@ -328,6 +334,9 @@ class _Listing:
             os.close(child)
 
 
-def file_tools(sandbox: Sandbox) -> list[Tool[Any]]:
-    """`Read`, `Write` and `List`, sharing one sandbox."""
-    return [Read(sandbox), Write(sandbox), List(sandbox)]
+def file_tools(
+    sandbox: Sandbox, *, check: ContentCheck | None = None, check_note: str = ""
+) -> list[Tool[Any]]:
+    """`Read`, `Write` and `List`, sharing one sandbox; `check` and `check_note` go to
+    `Write`."""
+    return [Read(sandbox), Write(sandbox, check=check, check_note=check_note), List(sandbox)]

@@ -20,6 +20,7 @@ from baton.agents.tools import (
     scenario_scope,
 )
 from baton.agents.tools.protocol import ToolOutcome
+from baton.pipeline.artifacts import check_artifact
 
 
 @pytest.fixture
@@ -116,7 +117,7 @@ async def test_write_refuses_an_invalid_artifact_and_writes_nothing(tmp_path: Pa
     """A layer1_problems_report.json missing fields is refused, naming them, and not written."""
     path = "scenarios/leave/execution_outputs/iteration_1/layer1_problems_report.json"
     with scenario_scope("leave"):
-        outcome = await Write(Sandbox(tmp_path)).run(
+        outcome = await Write(Sandbox(tmp_path), check=check_artifact).run(
             WriteInput(path=path, content=json.dumps({"report_version": "1.0", "iteration": 1}))
         )
     assert outcome.is_error
@@ -129,7 +130,9 @@ async def test_write_warns_about_a_json_file_that_is_not_json(tmp_path: Path) ->
     """A .json file outside the artifact layout is written, with a warning if it does not parse."""
     path = "scenarios/leave/spec.json"
     with scenario_scope("leave"):
-        outcome = await Write(Sandbox(tmp_path)).run(WriteInput(path=path, content="{oops"))
+        outcome = await Write(Sandbox(tmp_path), check=check_artifact).run(
+            WriteInput(path=path, content="{oops")
+        )
     assert not outcome.is_error
     assert "warning: this is not valid JSON" in outcome.content
     assert "{oops" == (tmp_path / path).read_text(encoding="utf-8")

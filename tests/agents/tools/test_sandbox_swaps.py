@@ -20,7 +20,6 @@ from baton.agents.tools import (
     Toolbox,
     Write,
     WriteInput,
-    files,
     scenario_scope,
 )
 from baton.context.payload import ToolUseBlock
@@ -139,17 +138,17 @@ def swap_now(places: Places) -> None:
 
 
 async def test_a_write_lands_in_the_folder_that_was_checked(
-    places: Places, monkeypatch: pytest.MonkeyPatch
+    places: Places,
 ) -> None:
     """When scenarios/t/d becomes a link to outside after Write checked the path and before it
     writes, the file lands in the folder that was checked, not in the link's target."""
 
-    def swap_then_judge(path: str) -> None:
+    def swap_then_judge(path: str, content: str) -> bool:
         swap_now(places)
+        return False
 
-    monkeypatch.setattr(files, "artifact_model", swap_then_judge)
     with scenario_scope("t"):
-        outcome = await Write(Sandbox(places.workspace)).run(
+        outcome = await Write(Sandbox(places.workspace), check=swap_then_judge).run(
             WriteInput(path="scenarios/t/d/new.md", content="checked\n")
         )
     parked = places.parked
