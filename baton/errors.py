@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 # The module, not its class: every exception class named here is a BatonError.
 import pydantic
 
+from baton._no_runtime import no_runtime_message
+
 
 class BatonError(Exception):
     """Raised by baton for any error it reports; catch this to catch them all."""
@@ -590,16 +592,12 @@ class RecordingFileError(UsageError):
 # --- the control API, the client and `baton run` ---------------------------------------
 
 
-def _run_command(workspace: Path | str) -> str:
-    return "baton run" if str(workspace) == "." else f"baton run --workspace {workspace}"
-
-
 class NoRuntimeError(UsageError):
     """Raised when no baton process answers on the workspace's control socket."""
 
     def __init__(self, workspace: Path | str) -> None:
         self.workspace = str(workspace)
-        super().__init__(f"no runtime in {workspace} — start one with `{_run_command(workspace)}`")
+        super().__init__(no_runtime_message(workspace))
 
 
 class WorkspaceBusyError(UsageError):

@@ -30,8 +30,9 @@ from baton import Runtime
 from baton.context.payload import Payload
 from baton.models.protocol import ModelResponse, current_call
 from baton.pipeline.host import open_pipeline
-from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.pipeline.messages import ScenarioQuery, StartScenario
 from baton.pipeline.offline_model import OfflineModel
+from baton.pipeline.scenario_state import ScenarioState
 from baton.testing import read_token_log
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,7 +31,6 @@ from baton.agents import agent_loop as agent_loop_module
 from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore
 from baton.context import sliding_window as sliding_window_module
-from baton.context.summary_format import InitSummary
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline import reports as reports_module
 from baton.pipeline import roles as roles_module
@@ -39,6 +38,7 @@ from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.messages import Dispatch, HandoffDelivered, RoundEnded
 from baton.pipeline.packages import ExecuteToInitContext
 from baton.pipeline.roles import InitActor, agent_setup
+from baton.pipeline.summaries import InitSummary
 from baton.runtime.actor import Actor, handler
 from baton.runtime.logging import configure_logging
 from baton.testing import capture_token_log

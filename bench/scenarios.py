@@ -28,8 +28,9 @@ from baton.context.payload import Payload
 from baton.models.protocol import ModelResponse, current_call
 from baton.pipeline.config import BatonConfig
 from baton.pipeline.host import AGENTS, model_concurrency, open_pipeline
-from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.pipeline.messages import ScenarioQuery, StartScenario
 from baton.pipeline.offline_model import OfflineModel
+from baton.pipeline.scenario_state import ScenarioState
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = "leave_application"

@@ -45,10 +45,10 @@ from baton.context.prompt_cache import PrefixCache
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
 from baton.context.summarize import SummarizeStrategy
-from baton.context.summary_format import ExecuteSummary
 from baton.context.tokens import estimate_message_tokens
 from baton.context.usage import Usage
 from baton.pipeline.config import BatonConfig
+from baton.pipeline.summaries import ExecuteSummary
 
 SYSTEM = "You are the Execute Agent: generate tools, checkers and samples; evaluate. " * 60
 TOOLS: list[Any] = [

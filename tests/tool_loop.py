@@ -6,8 +6,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baton.context.summary_format import COMPACT_PROMPT, SUMMARY_TAG, summary_schema_for
+from baton.context.summary_format import COMPACT_PROMPT, SUMMARY_TAG
 from baton.models.scripted import ScriptedResponse
+from baton.pipeline.summaries import summary_schema_for
 
 FINAL_ANSWER = "All parts read."
 

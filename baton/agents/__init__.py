@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING
 from baton._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from baton.agents.agent_config import DEFAULT_AGENTS, AgentConfig
+    from baton.agents.agent_config import AgentConfig
     from baton.agents.journal import FileJournalStore, JournalStore, MemoryJournalStore
     from baton.agents.redis_journal import RedisJournalStore
 
 __all__ = [
-    "DEFAULT_AGENTS",
     "AgentConfig",
     "FileJournalStore",
     "JournalStore",
@@ -26,7 +25,6 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "DEFAULT_AGENTS": "baton.agents.agent_config",
         "AgentConfig": "baton.agents.agent_config",
         "FileJournalStore": "baton.agents.journal",
         "JournalStore": "baton.agents.journal",

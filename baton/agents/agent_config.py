@@ -13,8 +13,7 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
 from baton.agents.prompt_files import path_problem
 from baton.context.ledger_patterns import compile_pattern
-from baton.context.strategy import DEFAULT_BUDGETS, BudgetFields
-from baton.models.rules import CURRENT_MODELS
+from baton.context.strategy import BudgetFields
 
 StrategyName = Literal["summarize", "sliding_window", "extract_state"]
 FactPattern = Annotated[str, AfterValidator(lambda p: compile_pattern(p).pattern)]
@@ -104,31 +103,3 @@ class AgentConfig(BudgetFields):
         if problem is not None:
             raise ValueError(problem)
         return value
-
-
-DEFAULT_AGENTS: dict[str, dict[str, Any]] = {
-    # Opus always thinks; Execute thinks when it judges a step worth it; the Scheduler's
-    # one-line task summaries need none (docs/models.md). Init and Execute strip older tool
-    # results in batches, so the prompt cache holds between them (docs/context.md,
-    # "summarize"); the sizes are where bench/token_cost.py bills least.
-    "init": {
-        "model": CURRENT_MODELS["opus"],
-        "thinking": "adaptive",
-        "stride": 8,
-        "strip_batch_tokens": 30_000,
-        **DEFAULT_BUDGETS["init"],
-    },
-    "execute": {
-        "model": CURRENT_MODELS["sonnet"],
-        "thinking": "adaptive",
-        "stride": 10,
-        "strip_batch_tokens": 40_000,
-        **DEFAULT_BUDGETS["execute"],
-    },
-    "scheduler": {
-        "model": CURRENT_MODELS["haiku"],
-        "thinking": "off",
-        **DEFAULT_BUDGETS["scheduler"],
-    },
-}
-"""The built-in agents' models, thinking and budgets; `[actors.<name>]` keys override them."""

@@ -30,6 +30,7 @@ import anyio
 import structlog
 from pydantic import BaseModel
 
+import baton.agents.records  # noqa: F401 - the events this loop emits, registered with the token log
 from baton.agents._agent_state import ConversationBook, ConversationState, load_state
 from baton.agents._compaction_report import CompactionReports
 from baton.agents.agent_setup import AgentSetup, Handoff, RoundOf, ToolHooks
@@ -44,7 +45,6 @@ from baton.context.ledger_patterns import FactPatterns
 from baton.context.payload import Payload
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
-from baton.context.summary_format import summary_schema_for
 from baton.context.tokens import estimate_json_tokens
 from baton.errors import (
     ActorDeadError,
@@ -458,7 +458,7 @@ class AgentLoop:
 
     def new_strategy(self, budget: ContextBudget | None = None) -> ContextStrategy:
         options: dict[str, Any] = {
-            "summary_schema": summary_schema_for(self.setup.role),
+            "summary_schema": self.setup.summary_schema,
             "on_event": self._on_context_event,
             **self.setup.config.strategy_options,
             **self.setup.strategy_options,

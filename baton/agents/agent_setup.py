@@ -19,6 +19,7 @@ from baton.agents.agent_config import AgentConfig, ContextReporter, TokenSink
 from baton.agents.journal import JournalStore
 from baton.agents.tools import Toolbox
 from baton.context.ledger import KeyFact
+from baton.context.summary_format import GenericSummary, SummaryBase
 from baton.errors import BatonError, SpendCapReachedFailure
 from baton.models.pricing import ModelPrice
 from baton.models.protocol import Model, Purpose
@@ -135,6 +136,8 @@ class AgentSetup:
     workspace: Path | None = None
     context_reporter: ContextReporter | None = None
     strategy_options: Mapping[str, Any] = field(default_factory=dict)
+    # What its compactions keep (docs/context.md, "Summary schemas").
+    summary_schema: type[SummaryBase] = GenericSummary
     # Id formats found in user turns and tool results and kept in the key-fact ledger,
     # besides the config's own `fact_patterns` (docs/context.md, "Key-fact ledger").
     fact_patterns: Sequence[str] = ()

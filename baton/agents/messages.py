@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from baton.context.conversation import MAIN_CONVERSATION
-
-MAIN = MAIN_CONVERSATION
-"""The conversation of prompts that belong to no scenario."""
+MAIN = "main"
+"""The conversation of prompts that belong to no scenario: the context's own default,
+`MAIN_CONVERSATION`, named here too so that reading a message loads no context code (the
+context knows no agent; tests/agents/test_messages.py holds the two equal)."""
 
 RUN_SEPARATOR = "@"
 """Scenario names never contain it, so `scenario@run` conversation ids are unambiguous."""

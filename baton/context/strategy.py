@@ -48,20 +48,6 @@ def check_thinking(thinking: Thinking, max_output_tokens: int) -> None:
         )
 
 
-DEFAULT_BUDGETS: dict[str, dict[str, int]] = {
-    "init": {"context_window": 1_000_000, "compact_threshold": 150_000, "keep_recent_steps": 3},
-    "execute": {"context_window": 1_000_000, "compact_threshold": 700_000, "keep_recent_steps": 5},
-    "scheduler": {
-        "context_window": 1_000_000,
-        "compact_threshold": 150_000,
-        "keep_recent_steps": 3,
-    },
-}
-"""The built-in agents' budgets. The thresholds are absolute: they bound what a turn costs
-and how far a model reads into a long context, not what the window can hold
-(docs/models.md, "Budgets")."""
-
-
 WindowTokens = Annotated[int, Field(gt=0)]
 """A token count measured against the context window: the window itself, the threshold."""
 StepCount = Annotated[int, Field(ge=1)]
@@ -71,8 +57,8 @@ class BudgetFields(BaseModel):
     """The budget keys an agent's `[actors.<name>]` table and its `ContextBudget` share, with
     their one check: the threshold inside the window, room to answer after thinking.
 
-    The three sizes have no default here: a configured agent must name them (the built-in
-    agents get theirs from `DEFAULT_BUDGETS`); `ContextBudget` gives them defaults.
+    The three sizes have no default here: a configured agent must name them (the pipeline's
+    agents get theirs from its defaults); `ContextBudget` gives them defaults.
     """
 
     context_window: WindowTokens
@@ -111,7 +97,7 @@ class ContextBudget(BudgetFields):
     """How much context an agent may use and how it compacts (field names match the config).
 
     Build it from an actor's config with `ContextBudget.model_validate(agent_config,
-    from_attributes=True)`, or a built-in agent's with `ContextBudget.for_agent("init")`.
+    from_attributes=True)`.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore", from_attributes=True)
@@ -147,12 +133,6 @@ class ContextBudget(BudgetFields):
             return self.summary_max_tokens
         room = self.thinking if isinstance(self.thinking, int) else self.max_output_tokens
         return self.summary_max_tokens + room
-
-    @classmethod
-    def for_agent(cls, agent: str, **overrides: object) -> ContextBudget:
-        """The budget of `init`, `execute` or `scheduler` (others get init's)."""
-        budgets = DEFAULT_BUDGETS
-        return cls.model_validate({**budgets.get(agent, budgets["init"]), **overrides})
 
     @property
     def target_tokens(self) -> int:

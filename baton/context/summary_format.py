@@ -1,5 +1,6 @@
-"""Compaction summaries: the compact prompt and the per-agent JSON schemas (docs/context.md,
-"Compaction" and "Summary schemas").
+"""Compaction summaries: the compact prompt, what a summary schema is, the generic schema,
+and finding and validating a summary in a model's answer (docs/context.md, "Compaction" and
+"Summary schemas"; an agent's own schema is handed to its strategy).
 
 The model answers the prompt with one JSON object; `parse_summary` finds it (bare, fenced,
 or inside `<compact_summary>` tags, the form the context shows it in) and validates it
@@ -33,7 +34,9 @@ COMPACT_PROMPT = """请对当前工作进行总结，保留以下关键信息：
 SUMMARY_TAG = "compact_summary"
 
 
-class _Section(BaseModel):
+class SummarySection(BaseModel):
+    """A section of a summary schema: its fields default to empty, extra keys are kept."""
+
     model_config = ConfigDict(extra="allow")
 
 
@@ -59,110 +62,6 @@ class SummaryBase(BaseModel):
         return list(value) if isinstance(value, list) else []
 
 
-# --- Init ------------------------------------------------------------------------------------
-
-
-class DesignSummary(_Section):
-    unified_scenario_design: str = ""
-    business_rules_key_points: list[str] = Field(default_factory=list)
-    format_specifications: str = ""
-
-
-class ExecuteFeedbackSummary(_Section):
-    execution_output_dir: str | None = None
-    total_failure_samples: int | None = None
-    layer1_problems_summary: list[str] = Field(default_factory=list)
-
-
-class InitSummary(SummaryBase):
-    """The Init agent's summary: design, Execute's feedback, conclusions, pending actions."""
-
-    agent: ClassVar[str] = "init"
-
-    current_design_summary: DesignSummary
-    execute_feedback_summary: ExecuteFeedbackSummary
-    analysis_conclusions: list[str]
-    pending_actions: list[str]
-
-    @classmethod
-    def empty(cls) -> dict[str, Any]:
-        """A valid Init summary with nothing in it."""
-        return {
-            "current_design_summary": {},
-            "execute_feedback_summary": {},
-            "analysis_conclusions": [],
-            "pending_actions": [],
-            "key_paths": {},
-        }
-
-
-# --- Execute ---------------------------------------------------------------------------------
-
-
-class GeneratedComponents(_Section):
-    tools: list[str] = Field(default_factory=list)
-    checkers: list[str] = Field(default_factory=list)
-    samples: str = ""
-
-
-class EvaluationProgress(_Section):
-    current_iteration: int | None = None
-    success_rate: str | None = None
-    layer_status: str | None = None
-
-
-class IdentifiedIssues(_Section):
-    layer2_problems: list[str] = Field(default_factory=list)
-    layer3_problems: list[str] = Field(default_factory=list)
-    fix_attempts: list[str] = Field(default_factory=list)
-
-
-class ExecuteSummary(SummaryBase):
-    """The Execute agent's summary: components, evaluation progress, issues, pending work."""
-
-    agent: ClassVar[str] = "execute"
-    pending_field: ClassVar[str] = "pending_work"
-
-    generated_components: GeneratedComponents
-    evaluation_progress: EvaluationProgress
-    identified_issues: IdentifiedIssues
-    pending_work: list[str]
-
-    @classmethod
-    def empty(cls) -> dict[str, Any]:
-        """A valid Execute summary with nothing in it."""
-        return {
-            "generated_components": {},
-            "evaluation_progress": {},
-            "identified_issues": {},
-            "pending_work": [],
-            "key_paths": {},
-        }
-
-
-# --- Scheduler and generic agents ---------------------------------------------------------
-
-
-class ScenarioStatus(_Section):
-    phase: str = ""
-    iteration: int | None = None
-    last_dispatch: str | None = None
-
-
-class SchedulerSummary(SummaryBase):
-    """The Scheduler's summary (its system prompt): per-scenario status, pending, paths."""
-
-    agent: ClassVar[str] = "scheduler"
-
-    scenarios: dict[str, ScenarioStatus]
-    pending_actions: list[str]
-
-    @classmethod
-    def empty(cls) -> dict[str, Any]:
-        """A valid Scheduler summary with nothing in it."""
-        return {"scenarios": {}, "pending_actions": [], "key_paths": {}}
-
-
 class GenericSummary(SummaryBase):
     """Any other agent: objectives, technical context, milestones, decisions, pending items
     and key paths (docs/context.md, "Summary schemas")."""
@@ -184,19 +83,6 @@ class GenericSummary(SummaryBase):
             "pending_actions": [],
             "key_paths": {},
         }
-
-
-SUMMARY_SCHEMAS: dict[str, type[SummaryBase]] = {
-    "init": InitSummary,
-    "execute": ExecuteSummary,
-    "scheduler": SchedulerSummary,
-    "generic": GenericSummary,
-}
-
-
-def summary_schema_for(agent: str) -> type[SummaryBase]:
-    """The schema of agent kind `agent`; `GenericSummary` for kinds without their own."""
-    return SUMMARY_SCHEMAS.get(agent, GenericSummary)
 
 
 _FENCE_OPEN = re.compile(r"```(?:json)?\s*+(?=\{)")

@@ -14,13 +14,8 @@ from baton._lazy import lazy_exports
 if TYPE_CHECKING:
     from baton.agents.messages import Prompt
     from baton.pipeline.config import BatonConfig, load_config, parse_config
-    from baton.pipeline.messages import (
-        Approve,
-        Reject,
-        ScenarioQuery,
-        ScenarioState,
-        StartScenario,
-    )
+    from baton.pipeline.messages import Approve, Reject, ScenarioQuery, StartScenario
+    from baton.pipeline.scenario_state import ScenarioState
 
 __all__ = [
     "Approve",
@@ -44,7 +39,7 @@ __getattr__ = lazy_exports(
         "Approve": "baton.pipeline.messages",
         "Reject": "baton.pipeline.messages",
         "ScenarioQuery": "baton.pipeline.messages",
-        "ScenarioState": "baton.pipeline.messages",
+        "ScenarioState": "baton.pipeline.scenario_state",
         "StartScenario": "baton.pipeline.messages",
     },
 )

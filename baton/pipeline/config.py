@@ -9,11 +9,12 @@ from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from baton.agents.agent_config import DEFAULT_AGENTS, AgentConfig
+from baton.agents.agent_config import AgentConfig
 from baton.errors import ConfigError
 from baton.models.price_config import PriceOverride, ScenarioLimits, merged_prices
 from baton.models.pricing import ModelPrice
 from baton.models.telemetry import TelemetryConfig
+from baton.pipeline.defaults import DEFAULT_AGENTS
 from baton.pipeline.memory_config import MemoryConfig
 from baton.runtime.settings import CONFIG_FILE, KernelConfig, describe_errors, read_config
 

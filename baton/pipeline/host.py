@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 import structlog
 
+import baton.pipeline.statuses  # noqa: F401 - its errors' statuses, registered with the wire
 from baton.agents._artifact_io import remove_write_leftovers
 from baton.agents.agent_config import AgentConfig
 from baton.agents.agent_setup import AgentSetup
@@ -33,10 +34,10 @@ from baton.models.recording import RecordingModel
 from baton.models.retry import ModelRetry
 from baton.pipeline.config import BatonConfig
 from baton.pipeline.memory_config import pipeline_memory
-from baton.pipeline.messages import SCHEDULER, ScenarioState
 from baton.pipeline.offline_model import OfflineModel
 from baton.pipeline.roles import EXECUTE, INIT, ExecuteActor, InitActor, agent_setup
 from baton.pipeline.scenario import SCENARIOS_DIR
+from baton.pipeline.scenario_state import SCHEDULER, ScenarioState
 from baton.pipeline.scheduler import SchedulerActor
 from baton.pipeline.scheduler_memory import SchedulerMemory
 from baton.pipeline.spend import SpendLedger, load_spend

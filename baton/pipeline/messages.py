@@ -4,13 +4,14 @@ model.
 `Prompt` and `Dispatch` go to agent actors; `StartScenario`, `Approve`, `Reject`,
 `ScenarioQuery` go to the Scheduler, and so do the agents' reports on their rounds
 (`HandoffDelivered`, `RoundEnded`, `RoundWaiting`, `WorkRefused`, `SpendCapReached`). Every
-scenario name in them follows one rule (`baton.pipeline.scenario_names`).
+scenario name in them follows one rule (`baton.pipeline.scenario_names`). What the Scheduler
+answers about a scenario (`ScenarioState`) is in `baton.pipeline.scenario_state`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -19,21 +20,6 @@ from baton.agents.messages import scenario_of
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.packages import HandoffPackage
 from baton.pipeline.scenario_names import ScenarioName
-
-SCHEDULER = "scheduler"
-
-ScenarioPhase = Literal[
-    "designing",
-    "awaiting_approval",
-    "executing",
-    "returned_to_init",
-    "completed",
-    "failed",
-    "stopped",
-]
-ACTIVE_PHASES: frozenset[str] = frozenset(
-    {"designing", "awaiting_approval", "executing", "returned_to_init"}
-)
 
 
 class _Message(BaseModel):
@@ -169,37 +155,3 @@ class ScenarioQuery(_Message):
     """Ask the Scheduler for one scenario's state, or all of them when `scenario` is None."""
 
     scenario: ScenarioName | None = None
-
-
-class ScenarioState(BaseModel):
-    """What the Scheduler reports about one scenario."""
-
-    scenario: str
-    phase: ScenarioPhase
-    iteration: int = 0
-    requirement: str | None = None
-    pending_approval: dict[str, Any] | None = None
-    last_report: str | None = None
-    reason: str | None = None
-    waiting: str | None = Field(
-        None,
-        description="why the scenario cannot move on for now and when it tries again, e.g. "
-        "`waiting: init: API unreachable, retrying at 12:03:04`",
-    )
-    started: bool = Field(False, description="True when this request started it")
-    cost_usd: float | None = Field(
-        None,
-        description="estimated USD this run's model calls cost so far (the sum of their "
-        "`cost_usd`); null when a call's price is unknown",
-    )
-    max_cost_usd: float | None = Field(None, description="this run's spend cap; null: none")
-
-
-class ScenarioRefused(BaseModel):
-    """The Scheduler's answer to an `Approve` or `Reject` it cannot carry out: no scenario by
-    that name (`phase` None), or none awaiting approval. An answer, not an error: the
-    request is not dead-lettered, and the control API turns it into a 404 or a 409."""
-
-    scenario: str
-    phase: ScenarioPhase | None = Field(None, description="the scenario's phase; None: unknown")
-    reason: str

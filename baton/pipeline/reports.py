@@ -17,7 +17,6 @@ from baton.context.ledger import KeyFact
 from baton.errors import BatonError, SpendCapReachedFailure
 from baton.pipeline.ledger_facts import package_facts
 from baton.pipeline.messages import (
-    SCHEDULER,
     HandoffDelivered,
     RoundEnded,
     RoundWaiting,
@@ -25,6 +24,7 @@ from baton.pipeline.messages import (
     WorkRefused,
 )
 from baton.pipeline.packages import HandoffPackage, parse_package
+from baton.pipeline.scenario_state import SCHEDULER
 from baton.runtime.ref import ActorRef
 
 

@@ -28,8 +28,10 @@ from baton.models.protocol import Model
 from baton.pipeline.artifacts import ARTIFACT_PLACES, check_artifact
 from baton.pipeline.handoff_tools import complete_scenario, handoff_to_execute, return_to_init
 from baton.pipeline.ledger_facts import DEFAULT_FACT_PATTERNS, dispatch_facts
-from baton.pipeline.messages import SCHEDULER, Dispatch
+from baton.pipeline.messages import Dispatch
 from baton.pipeline.reports import SchedulerReports
+from baton.pipeline.scenario_state import SCHEDULER
+from baton.pipeline.summaries import summary_schema_for
 from baton.runtime.actor import handler
 
 INIT = "init"
@@ -123,6 +125,7 @@ def agent_setup(
             recall_limit=recall_limit,
         ),
         reports=SchedulerReports(reports_to),
+        summary_schema=summary_schema_for(role),
         fact_patterns=DEFAULT_FACT_PATTERNS,
         workspace=workspace,
         context_reporter=context_reporter,

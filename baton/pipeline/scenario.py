@@ -28,9 +28,10 @@ from baton.errors import (
 )
 from baton.models.price_config import ScenarioLimits
 from baton.pipeline.artifacts import write_atomic
-from baton.pipeline.messages import ACTIVE_PHASES, Dispatch, ScenarioPhase, ScenarioState
+from baton.pipeline.messages import Dispatch
 from baton.pipeline.packages import HandoffPackage
 from baton.pipeline.scenario_names import ScenarioName, check_scenario_name
+from baton.pipeline.scenario_state import ACTIVE_PHASES, ScenarioPhase, ScenarioState
 from baton.runtime.settings import describe_errors, read_toml
 
 log = structlog.get_logger(__name__)

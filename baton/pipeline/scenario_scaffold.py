@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from baton.agents.prompt_files import PROMPTS_DIR
-from baton.context.strategy import DEFAULT_BUDGETS
 from baton.errors import CommandLineError, InvalidScenarioNameError, ScenarioExistsError
-from baton.pipeline.messages import SCHEDULER
+from baton.pipeline.defaults import DEFAULT_BUDGETS
 from baton.pipeline.roles import EXECUTE, INIT, shipped_prompt
 from baton.pipeline.scenario import (
     SCENARIO_FILE,
@@ -23,6 +22,7 @@ from baton.pipeline.scenario import (
     scenario_dir,
 )
 from baton.pipeline.scenario_names import check_scenario_name
+from baton.pipeline.scenario_state import SCHEDULER
 
 INPUTS_DIR = "inputs"
 ROLES = (INIT, EXECUTE, SCHEDULER)

@@ -23,6 +23,7 @@ from baton.context.strategy import ContextBudget
 from baton.errors import RecordingDivergedError, SpendCapReachedFailure, UsageError
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.artifacts import ArtifactStore
+from baton.pipeline.defaults import role_budget
 from baton.pipeline.iteration_reports import iteration_findings, iteration_of, read_iteration
 from baton.pipeline.messages import (
     Approve,
@@ -31,8 +32,6 @@ from baton.pipeline.messages import (
     RoundEnded,
     RoundWaiting,
     ScenarioQuery,
-    ScenarioRefused,
-    ScenarioState,
     SpendCapReached,
     StartScenario,
     WorkRefused,
@@ -54,6 +53,7 @@ from baton.pipeline.scenario import (
     scenario_dir,
 )
 from baton.pipeline.scenario_damage import DamagedQuery, DamagedScenario
+from baton.pipeline.scenario_state import ScenarioRefused, ScenarioState
 from baton.pipeline.scheduler_memory import SchedulerMemory, iteration_finding
 from baton.pipeline.scheduling_policy import Decision, decide
 from baton.pipeline.spend import SpendLedger
@@ -74,7 +74,7 @@ _HANDOFF_TOOL_HINT = {
 
 def default_budgets() -> dict[str, ContextBudget]:
     """Init's and Execute's budgets when no configuration is given: the built-in ones."""
-    return {role: ContextBudget.for_agent(role) for role in (INIT, EXECUTE)}
+    return {role: role_budget(role) for role in (INIT, EXECUTE)}
 
 
 class SchedulerActor(Actor):

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import structlog
 
+import baton.pipeline.records  # noqa: F401 - `memory.recalled`, registered with the token log
 from baton.agents.agent_config import TokenSink
 from baton.agents.tools.memory import scenario_tag
 from baton.context.tokens import estimate_text_tokens
@@ -26,9 +27,9 @@ from baton.memory import MemoryEntry, MemorySource, MemoryStore, render_entry
 from baton.memory.store import CONTEXT_HEADER
 from baton.pipeline.artifacts import FailureSummary, Layer1ProblemsReport
 from baton.pipeline.memory_config import MemoryConfig
-from baton.pipeline.messages import SCHEDULER
 from baton.pipeline.packages import ExecuteToInitContext, HandoffPackage, ScenarioCompletion
 from baton.pipeline.scenario import ScenarioRecord
+from baton.pipeline.scenario_state import SCHEDULER
 from baton.pipeline.scheduling_policy import Decision
 
 log = structlog.get_logger(__name__)

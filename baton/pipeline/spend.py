@@ -23,7 +23,7 @@ from baton.context.usage import Usage
 from baton.errors import ConfigError, SpendCapReachedFailure
 from baton.models.pricing import PRICES, ModelPrice, cost_usd
 from baton.pipeline.scenario import ScenarioConfig, ScenarioRecord, ScenarioStore
-from baton.runtime.token_log import rotated_files
+from baton.runtime.log_files import rotated_files
 
 if TYPE_CHECKING:
     from baton.pipeline.config import BatonConfig

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     )
     from baton.runtime.supervision import SupervisorPolicy
     from baton.runtime.token_log import TokenLog
-    from baton.runtime.token_records import TOKEN_RECORD, TokenRecord
+    from baton.runtime.token_records import TokenLogRecord, register_records
 
 __getattr__ = lazy_exports(
     __name__,
@@ -60,14 +60,13 @@ __getattr__ = lazy_exports(
         "SupervisorPolicy": "baton.runtime.supervision",
         "TOKEN_LOG": "baton.runtime.log_files",
         "TokenLog": "baton.runtime.token_log",
-        "TOKEN_RECORD": "baton.runtime.token_records",
-        "TokenRecord": "baton.runtime.token_records",
+        "TokenLogRecord": "baton.runtime.token_records",
+        "register_records": "baton.runtime.token_records",
     },
 )
 
 __all__ = [
     "TOKEN_LOG",
-    "TOKEN_RECORD",
     "Actor",
     "ActorRef",
     "ActorStatus",
@@ -87,9 +86,10 @@ __all__ = [
     "SupervisionConfig",
     "SupervisorPolicy",
     "TokenLog",
-    "TokenRecord",
+    "TokenLogRecord",
     "configure_logging",
     "handler",
     "load_settings",
     "memory_mailboxes",
+    "register_records",
 ]

@@ -12,26 +12,18 @@ from baton.errors import (
     ActorExistsError,
     AskTimeoutError,
     BatonError,
-    DamagedScenarioError,
     DiskFullFailure,
     FileTooLargeFailure,
     HandlerFailedError,
     InvalidMessageError,
-    InvalidScenarioNameError,
     MailboxFullError,
-    MemoryInputError,
-    NoPendingHandoffError,
-    NoScenarioModelError,
-    NoSchedulerError,
     RemoteFailure,
     RuntimeFailure,
-    SchedulerReplyFailure,
     UnhandledMessageError,
     UnknownActorError,
-    UnknownMemoryError,
-    UnknownScenarioError,
     UsageError,
 )
+from baton.runtime._error_body import error_fields, unexpected_body
 
 
 class _Body(BaseModel):
@@ -57,23 +49,15 @@ class ErrorBody(_Body):
 # By meaning (docs/architecture.md, "A message, from `baton tell` to a handler and back"):
 # 404 names something that does not exist, 409 a request the current state refuses, 422 a
 # message that is not one the actor takes; 400 is left for a refusal of the handler's own.
-# Looked up along the error's MRO, so a subclass gets its parent's status unless listed.
+# Looked up along the error's MRO, so a subclass gets its parent's status unless listed. The
+# kernel's errors are here; the layers above register theirs (`register_status`).
 _STATUS: dict[type[BatonError], int] = {
     UnknownActorError: 404,
-    UnknownScenarioError: 404,
-    UnknownMemoryError: 404,
     InvalidMessageError: 422,
-    InvalidScenarioNameError: 422,
-    MemoryInputError: 422,
     UnhandledMessageError: 422,
     ActorExistsError: 409,
     ActorDeadError: 409,
-    NoSchedulerError: 409,
-    NoScenarioModelError: 409,
-    NoPendingHandoffError: 409,
-    DamagedScenarioError: 409,
     HandlerFailedError: 502,
-    SchedulerReplyFailure: 502,
     MailboxFullError: 503,
     DiskFullFailure: 507,
     FileTooLargeFailure: 507,  # Insufficient Storage too, but no wait ends it
@@ -82,34 +66,13 @@ _STATUS: dict[type[BatonError], int] = {
     RuntimeFailure: 500,
 }
 
+
+def register_status(error: type[BatonError], status: int) -> None:
+    """Report `error` (and its subclasses not registered themselves) with `status`."""
+    _STATUS[error] = status
+
+
 _PLAIN = (str, int, float, bool, type(None))
-
-# What each error status of the control API means, as its OpenAPI document says it.
-STATUS_MEANING: dict[int, str] = {
-    400: "the actor refused the message for a reason of its own (the message says which)",
-    404: "no such actor, scenario, memory entry or endpoint",
-    408: "the request's headers or body did not arrive within `[server] request_timeout`",
-    409: "the current state refuses it: no scheduler, the actor stopped, nothing to approve, "
-    "the scenario's record is damaged (the message names the file and what to do)",
-    413: "the body is larger than `[server] max_body_bytes`",
-    415: "the body is not JSON: send it with `Content-Type: application/json`",
-    422: "the body or a query parameter is invalid (each problem is named), or its JSON is "
-    "nested too deep",
-    500: "a bug in the runtime, which keeps running: see its log",
-    502: "the handler failed on every attempt (`details.cause` says how)",
-    503: "the actor's mailbox stayed full for the whole `timeout`",
-    504: "no reply within the ask's `timeout`",
-    507: "no room to write: the disk or quota is full (`DiskFullFailure`: new work is refused "
-    "until there is room; queued work is kept), or a file may not grow (`FileTooLargeFailure`: "
-    "the work failed; raise the file-size limit)",
-}
-
-
-def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` for these error statuses, each with the error body."""
-    return {
-        status: {"model": ErrorBody, "description": STATUS_MEANING[status]} for status in statuses
-    }
 
 
 def status_for(error: BatonError) -> int:
@@ -158,11 +121,10 @@ _KNOWN = _known_errors()
 
 def rebuild_error(status: int, body: Any) -> BatonError:
     """The baton error a client raises for an error response (`status`, decoded `body`)."""
-    try:
-        detail = ErrorBody.model_validate(body).error
-    except ValueError:
+    detail = error_fields(body)
+    if detail is None:
         kind: type[BatonError] = UsageError if status < 500 else RuntimeFailure
-        return kind(f"the runtime answered HTTP {status} with an unexpected body: {body!r:.300}")
+        return kind(unexpected_body(status, body))
     klass = _KNOWN.get(detail.type) or (UsageError if status < 500 else RemoteFailure)
     # Built without __init__: the server's message already says what to do, and most
     # constructors would rebuild it from arguments the body carries only as details.

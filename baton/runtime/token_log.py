@@ -19,7 +19,6 @@ import anyio
 import structlog
 from aiofiles.threadpool.binary import AsyncBufferedIOBase
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic import ValidationError
 from structlog.typing import EventDict, WrappedLogger
 
 from baton._private import private_dir, private_opener
@@ -30,9 +29,8 @@ from baton.runtime.disk_writes import append_whole
 # Defined beside the paths, for readers that must not load this writer (`baton tail`);
 # still imported from here by the writer's users.
 from baton.runtime.log_files import TOKEN_LOG as TOKEN_LOG  # noqa: PLC0414
-from baton.runtime.log_files import rotated_files as rotated_files  # noqa: PLC0414
 from baton.runtime.logging import current_actor, redact_secrets
-from baton.runtime.token_records import TOKEN_RECORD
+from baton.runtime.token_records import record_model
 
 log = structlog.get_logger(__name__)
 
@@ -59,8 +57,11 @@ def _add_context(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
 def _validate(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     """Check the record against its event's schema; a bad record is a bug, reported, not written."""
     try:
-        record = TOKEN_RECORD.validate_python(event_dict)
-    except ValidationError as exc:
+        model = record_model(event_dict.get("event"))
+        if model is None:
+            raise ValueError(f"no record is registered for event {event_dict.get('event')!r}")
+        record = model.model_validate(event_dict)
+    except ValueError as exc:  # a pydantic ValidationError is one too
         log.error("token_log.invalid_record", record_event=event_dict.get("event"), error=str(exc))
         raise structlog.DropEvent from None
     dumped: EventDict = record.model_dump(mode="json", by_alias=True)

@@ -1,17 +1,24 @@
-"""The token log's record schema (docs/token-log.md, "Fields"): one pydantic model per event.
+"""The token log's record schema (docs/token-log.md, "Fields"): one pydantic model per event,
+registered by the layer that emits it.
 
 Every line carries `ts`, `event`, `actor`, `scenario` and `conversation`; each event adds its
-own fields. README and docs/token-log.md document every field from these models.
+own fields. The kernel registers its own events (a restart, a dead letter); the layers above
+register theirs when their record module is imported (`baton.agents.records`: model calls,
+compactions, handoffs; `baton.pipeline.records`: memory recalls), so a new event never means
+editing the kernel. README and docs/token-log.md document every field from these models.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from functools import cache
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 
-class _Record(BaseModel):
+class TokenLogRecord(BaseModel):
+    """What every record shares; a layer's event subclasses it with `event` a `Literal`."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     ts: str = Field(description="when it happened, ISO 8601 UTC")
@@ -20,106 +27,60 @@ class _Record(BaseModel):
     conversation: str | None = Field(None, description="the actor's conversation id, if any")
 
 
-class ModelCall(_Record):
-    event: Literal["model.call"] = "model.call"
-    model: str = Field(
-        description="model name; `offline-scripted` for the offline model, `offline-replay` "
-        "for a replayed recording (docs/recordings.md)"
-    )
-    input_tokens: int = Field(ge=0, description="uncached input tokens")
-    cache_creation_input_tokens: int = Field(ge=0, description="input tokens written to the cache")
-    cache_read_input_tokens: int = Field(ge=0, description="input tokens read from the cache")
-    output_tokens: int = Field(ge=0, description="tokens generated")
-    context_tokens: int = Field(ge=0, description="context size after the call (all four summed)")
-    context_window: int = Field(gt=0, description="the actor's effective context window")
-    compact_threshold: int = Field(gt=0, description="context size that triggers compaction")
-    fill: float = Field(ge=0, le=1, description="context_tokens / context_window")
-    latency_ms: float = Field(ge=0, description="wall time of the call")
-    stop_reason: str | None = Field(description="why the model stopped (end_turn, tool_use, ...)")
-    tools: list[str] = Field(
-        default_factory=list, description="the tools the reply called, in order (names only)"
-    )
-    turn: int = Field(ge=0, description="the actor's model-call counter in this conversation")
-    purpose: str = Field("turn", description="turn | compaction | task_summary")
-    thinking: str = Field(
-        "off", description="the actor's thinking setting: adaptive | off | a token budget"
-    )
-    effort: str | None = Field(None, description="the effort level sent, if any")
-    cost_usd: float | None = Field(
-        None,
-        ge=0,
-        description="estimated USD of the call from list prices and `[prices]` (docs/models.md, "
-        '"Prices"); null when a price it needs is unknown',
-    )
+_REGISTERED: dict[str, type[TokenLogRecord]] = {}
 
 
-class ContextCompacted(_Record):
-    event: Literal["context.compacted"] = "context.compacted"
-    tokens_before: int = Field(ge=0)
-    tokens_after: int = Field(ge=0)
-    kept_steps: int = Field(ge=0, description="recent steps kept whole")
-    summary_tokens: int = Field(ge=0)
-    mode: Literal["llm", "fallback"] = Field(description="llm summary, or the extractive fallback")
-    latency_ms: float = Field(ge=0, description="from the summary request to the compaction")
-    waited_ms: float = Field(
-        0.0,
-        ge=0,
-        description="how long the agent waited for it: latency_ms when the summary was asked "
-        "for at the threshold, less when it was asked for in the background (precompact_at)",
-    )
-    ledger_dropped: int = Field(
-        0, ge=0, description="key facts the ledger's token cap left out (0: every fact kept)"
-    )
-    audit: str | None = Field(
-        None,
-        description="workspace-relative path of the compaction's audit file "
-        "(`.baton/compactions/<actor>/<conversation>/<n>.json`; docs/context.md)",
-    )
+def register_records(*models: type[TokenLogRecord]) -> None:
+    """Make each model's event a token-log record (registering one again is harmless); a
+    second model for an event already taken is a `ValueError`."""
+    for model in models:
+        event = model.model_fields["event"].default
+        if not isinstance(event, str):
+            raise ValueError(f"{model.__name__} has no default `event`")
+        known = _REGISTERED.get(event)
+        if known is not None and known is not model:
+            raise ValueError(f"event {event!r} is {known.__name__}'s already")
+        if known is None:
+            _REGISTERED[event] = model
+            _adapter.cache_clear()
 
 
-class ContextCompactionIneffective(_Record):
-    event: Literal["context.compaction_ineffective"] = "context.compaction_ineffective"
-    freed_tokens: list[int] = Field(
-        description="what each of the compactions in a row that freed too little took off"
-    )
-    min_gain_tokens: int = Field(
-        ge=0, description="the least a compaction must free: min_compaction_gain x threshold"
-    )
-    compact_threshold: int = Field(gt=0, description="context size that triggers compaction")
-    context_tokens: int = Field(ge=0, description="context size after the last compaction")
-    context_window: int = Field(gt=0, description="the actor's effective context window")
+def record_model(event: object) -> type[TokenLogRecord] | None:
+    """The model of a registered event, or None."""
+    return _REGISTERED.get(event) if isinstance(event, str) else None
 
 
-class ToolResultTruncated(_Record):
-    event: Literal["context.tool_result_truncated"] = "context.tool_result_truncated"
-    tool_use_id: str
-    original_chars: int = Field(ge=0)
-    kept_chars: int = Field(ge=0)
+def events() -> tuple[str, ...]:
+    """The registered events, in the order they were registered."""
+    return tuple(_REGISTERED)
 
 
-class _Handoff(_Record):
-    handoff_type: str = Field(description="init_to_execute | execute_to_init | scenario_complete")
-    from_: str = Field(alias="from", description="the sending actor")
-    to: str = Field(description="the receiving actor")
-    package_tokens: int = Field(ge=0, description="estimated tokens of the package itself")
+def registered_records() -> tuple[type[TokenLogRecord], ...]:
+    """The registered models, in the order they were registered."""
+    return tuple(_REGISTERED.values())
 
 
-class HandoffSent(_Handoff):
-    event: Literal["handoff.sent"] = "handoff.sent"
+@cache
+def _adapter() -> TypeAdapter[Any]:
+    models = tuple(_REGISTERED.values())
+    union: Any = models[0] if len(models) == 1 else Union[models]  # noqa: UP007 - built at run time
+    return TypeAdapter(Annotated[union, Field(discriminator="event")])
 
 
-class HandoffReceived(_Handoff):
-    event: Literal["handoff.received"] = "handoff.received"
+def token_record_adapter() -> TypeAdapter[Any]:
+    """One adapter over every registered record, told apart by `event` (the documents'
+    schema: OpenAPI, README)."""
+    return _adapter()
 
 
-class ActorRestarted(_Record):
+class ActorRestarted(TokenLogRecord):
     event: Literal["actor.restarted"] = "actor.restarted"
     restarts: int = Field(ge=1)
     backoff_ms: float = Field(ge=0)
     reason: str
 
 
-class MessageDeadLettered(_Record):
+class MessageDeadLettered(TokenLogRecord):
     event: Literal["message.dead_lettered"] = "message.dead_lettered"
     message_id: str
     message_type: str
@@ -127,37 +88,4 @@ class MessageDeadLettered(_Record):
     reason: str
 
 
-class MemoryRecalled(_Record):
-    event: Literal["memory.recalled"] = "memory.recalled"
-    count: int = Field(
-        ge=0, description="long-term memory entries put in the work order's AgentContext"
-    )
-    tokens: int = Field(ge=0, description="their estimated tokens (within memory_budget_tokens)")
-
-
-TokenRecord = Annotated[
-    ModelCall
-    | ContextCompacted
-    | ContextCompactionIneffective
-    | ToolResultTruncated
-    | HandoffSent
-    | HandoffReceived
-    | ActorRestarted
-    | MessageDeadLettered
-    | MemoryRecalled,
-    Field(discriminator="event"),
-]
-
-TOKEN_RECORD: TypeAdapter[TokenRecord] = TypeAdapter(TokenRecord)
-
-EVENTS: tuple[str, ...] = (
-    "model.call",
-    "context.compacted",
-    "context.compaction_ineffective",
-    "context.tool_result_truncated",
-    "handoff.sent",
-    "handoff.received",
-    "actor.restarted",
-    "message.dead_lettered",
-    "memory.recalled",
-)
+register_records(ActorRestarted, MessageDeadLettered)

@@ -11,7 +11,7 @@ from baton.errors import BatonError
 from baton.pipeline.packages import InitToExecuteContext, parse_package
 
 if TYPE_CHECKING:
-    from baton.pipeline.messages import ScenarioState
+    from baton.pipeline.scenario_state import ScenarioState
 
 SUMMARY_CHARS = 400
 

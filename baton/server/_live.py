@@ -31,7 +31,8 @@ from rich.text import Text
 from baton.errors import BatonError
 from baton.models.pricing import PRICES
 from baton.pipeline.host import Pipeline
-from baton.pipeline.messages import ACTIVE_PHASES, SCHEDULER, ScenarioQuery, ScenarioState
+from baton.pipeline.messages import ScenarioQuery
+from baton.pipeline.scenario_state import ACTIVE_PHASES, SCHEDULER, ScenarioState
 from baton.runtime.runtime import Runtime
 from baton.runtime.token_log import TokenLog
 from baton.server._run_summary import AgentProgress, RunTally, counts_line, summary_lines

@@ -26,8 +26,8 @@ from starlette.convertors import Convertor, register_url_convertor
 from baton.errors import UnknownMemoryError
 from baton.memory import MemoryEntry, MemoryStore, open_memory
 from baton.pipeline.config import BatonConfig
-from baton.runtime._error_wire import error_responses
 from baton.runtime.runtime import Runtime
+from baton.server._error_docs import error_responses
 from baton.server._memory_models import (
     DEFAULT_SEARCH_LIMIT,
     MAX_QUERY_CHARS,

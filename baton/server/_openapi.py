@@ -23,11 +23,12 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.routing import BaseRoute
 
-from baton.runtime._error_wire import error_responses
+from baton.pipeline.records import MemoryRecalled  # noqa: F401 - every layer's records registered
 from baton.runtime.actor import Actor
 from baton.runtime.runtime import Runtime
-from baton.runtime.token_records import TOKEN_RECORD
+from baton.runtime.token_records import token_record_adapter
 from baton.server._control_models import AskReply, MessageRequest, Told
+from baton.server._error_docs import error_responses
 from baton.server._token_stream import NDJSON
 
 # What any request can be answered, whatever its route: too slow (408), too big (413), not
@@ -184,7 +185,7 @@ def _token_stream(document: dict[str, Any]) -> None:
     `follow=true` a stream that ends only when the client disconnects or the server stops."""
     operation = document["paths"]["/tokens"]["get"]
     # Named under `TokenRecord.`, so no message class of the same name can shadow a record.
-    item = TOKEN_RECORD.json_schema(
+    item = token_record_adapter().json_schema(
         mode="serialization", by_alias=True, ref_template=_REF.format(model="TokenRecord.{model}")
     )
     components = document.setdefault("components", {}).setdefault("schemas", {})

@@ -38,7 +38,6 @@ from baton.errors import (
     validation_problems,
 )
 from baton.pipeline.messages import (
-    SCHEDULER,
     Approve,
     Dispatch,
     HandoffDelivered,
@@ -46,16 +45,15 @@ from baton.pipeline.messages import (
     RoundEnded,
     RoundWaiting,
     ScenarioQuery,
-    ScenarioRefused,
-    ScenarioState,
     SpendCapReached,
     StartScenario,
     WorkRefused,
 )
 from baton.pipeline.scenario_damage import DamagedQuery, DamagedScenario
 from baton.pipeline.scenario_names import SCENARIO_NAME_PATTERN, SCENARIO_NAME_RULE
-from baton.runtime._error_wire import error_responses
+from baton.pipeline.scenario_state import SCHEDULER, ScenarioRefused, ScenarioState
 from baton.runtime.runtime import Runtime
+from baton.server._error_docs import error_responses
 
 SCHEDULER_TIMEOUT = 30.0
 STATUS_SCHEDULER_TIMEOUT = 5.0

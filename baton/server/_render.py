@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
-from baton.runtime.token_records import TokenRecord
+from baton.pipeline.records import MemoryRecalled  # noqa: F401 - every layer's records registered
+from baton.runtime.token_records import registered_records
 
 if TYPE_CHECKING:
-    from baton.pipeline.messages import ScenarioState
+    from baton.pipeline.scenario_state import ScenarioState
     from baton.runtime.context_fill import ContextFill
     from baton.server._status_models import StatusReport
 
@@ -126,7 +127,7 @@ def render_status(report: StatusReport, workspace: str | None = None) -> str:
     `--workspace` the commands must carry (None or `.`: none)."""
     # The compaction audit (the agents' package) and the handoff packages: `baton status`
     # loads them, `baton tail` does not (docs/architecture.md, "What a command imports").
-    from baton.agents.compaction_audit import compaction_lines  # noqa: PLC0415
+    from baton.agents.last_compaction import compaction_lines  # noqa: PLC0415
     from baton.server._approvals import pending_lines  # noqa: PLC0415
 
     lines = [f"runtime pid {report.pid} in {report.workspace}"]
@@ -211,7 +212,7 @@ def _type_name(annotation: Any) -> str:
 
 def token_log_table() -> str:
     """README's table of every token-log field, generated from `token_records`."""
-    events = get_args(get_args(TokenRecord)[0])
+    events = registered_records()
     common = ("ts", "event", "actor", "scenario", "conversation")
     first = events[0].model_fields
     rows = ["| event | field | type | meaning |", "|---|---|---|---|"]

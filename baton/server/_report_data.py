@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baton.agents.agent_config import DEFAULT_AGENTS
 from baton.agents.messages import RUN_SEPARATOR, scenario_of
 from baton.errors import CommandLineError, UsageError
 from baton.models.call_tally import CallTally, token_count
 from baton.models.pricing import PRICES, ModelPrice
-from baton.pipeline.messages import SCHEDULER
+from baton.pipeline.defaults import DEFAULT_AGENTS
+from baton.pipeline.scenario_state import SCHEDULER
 from baton.server._tail_filters import TailFilter, log_files
 
 APPROVED = "init_to_execute"

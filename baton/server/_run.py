@@ -27,14 +27,9 @@ from baton.errors import (
 from baton.models.telemetry import open_telemetry
 from baton.pipeline.config import BatonConfig, load_config
 from baton.pipeline.host import AGENTS, Pipeline, open_pipeline
-from baton.pipeline.messages import (
-    ACTIVE_PHASES,
-    SCHEDULER,
-    ScenarioQuery,
-    ScenarioState,
-    StartScenario,
-)
+from baton.pipeline.messages import ScenarioQuery, StartScenario
 from baton.pipeline.model_source import model_source_line
+from baton.pipeline.scenario_state import ACTIVE_PHASES, SCHEDULER, ScenarioState
 from baton.runtime.actor import Actor
 from baton.runtime.disk_writes import DISK_FULL_RETRY
 from baton.runtime.runtime import Runtime

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from baton.models.call_tally import CallTally, token_count
-from baton.pipeline.messages import SCHEDULER, ScenarioState
+from baton.pipeline.scenario_state import SCHEDULER, ScenarioState
 from baton.runtime.log_files import PROCESS_LOG, TOKEN_LOG
 
 NO_SCENARIO = "(no scenario)"

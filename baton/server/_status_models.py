@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from baton.pipeline.messages import ScenarioState
 from baton.pipeline.scenario_damage import DamagedScenario
+from baton.pipeline.scenario_state import ScenarioState
 from baton.runtime.context_fill import ContextFill
 
 # No docstrings on the bodies: pydantic would add them to the OpenAPI document.

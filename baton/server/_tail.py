@@ -18,7 +18,8 @@ from aiofiles.threadpool.binary import AsyncBufferedReader
 from pydantic import ValidationError
 
 from baton.errors import validation_problems
-from baton.runtime.token_records import EVENTS, TOKEN_RECORD
+from baton.pipeline.records import MemoryRecalled  # noqa: F401 - every layer's records registered
+from baton.runtime.token_records import events, token_record_adapter
 
 POLL_INTERVAL = 0.25
 _CHUNK = 64 * 1024
@@ -53,10 +54,10 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     for key in _TEXT_FIELDS:
         if not isinstance(record.get(key), str | None):
             return f"{key!r} is not a string"
-    if event not in EVENTS:
+    if event not in events():
         return None  # an event this version does not know: shown field by field
     try:
-        TOKEN_RECORD.validate_python(record)
+        token_record_adapter().validate_python(record)
     except ValidationError as exc:
         # The union's first location is the event's tag: the field alone names the problem.
         wrong = [

@@ -17,9 +17,10 @@ from typing import Any
 
 from baton.agents.messages import RUN_SEPARATOR, scenario_of
 from baton.errors import BatonError, CommandLineError
+from baton.pipeline.records import MemoryRecalled  # noqa: F401 - every layer's records registered
 from baton.runtime.log_files import rotated_files
 from baton.runtime.settings import read_config
-from baton.runtime.token_records import EVENTS
+from baton.runtime.token_records import events
 from baton.server._tail import record_matches
 
 
@@ -108,6 +109,7 @@ def log_files(path: Path, *, rotated: bool) -> list[Path]:
     return [*rotated_files(path), path] if rotated else [path]
 
 
+EVENTS = events()
 EVENT_FAMILIES: tuple[str, ...] = tuple(sorted({event.split(".")[0] for event in EVENTS}))
 
 
@@ -116,7 +118,7 @@ def check_event(event: str) -> None:
     if event in EVENTS or event in EVENT_FAMILIES:
         return
     raise CommandLineError(
-        f"unknown event {event!r} — known: {', '.join(EVENTS)}, or a family: "
+        f"unknown event {event!r} — known: {', '.join(sorted(EVENTS))}, or a family: "
         f"{', '.join(EVENT_FAMILIES)}"
     )
 
@@ -126,8 +128,8 @@ def configured_actors(workspace: Path) -> set[str]:
     (read as written: `baton run` is the one that validates it)."""
     # The agents' settings and the pipeline's messages, loaded by `--actor` alone
     # (docs/architecture.md, "What a command imports").
-    from baton.agents.agent_config import DEFAULT_AGENTS  # noqa: PLC0415
-    from baton.pipeline.messages import SCHEDULER  # noqa: PLC0415
+    from baton.pipeline.defaults import DEFAULT_AGENTS  # noqa: PLC0415
+    from baton.pipeline.scenario_state import SCHEDULER  # noqa: PLC0415
 
     names = {SCHEDULER, *DEFAULT_AGENTS}
     with contextlib.suppress(BatonError, OSError):

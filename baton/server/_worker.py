@@ -19,7 +19,7 @@ import structlog
 from baton.errors import CommandLineError, UsageError
 from baton.models.telemetry import open_telemetry
 from baton.pipeline.host import check_roles, open_pipeline
-from baton.pipeline.messages import SCHEDULER
+from baton.pipeline.scenario_state import SCHEDULER
 from baton.runtime.runtime import Runtime
 from baton.runtime.settings import is_redis_url, redact_url
 from baton.server._heap import settle_heap

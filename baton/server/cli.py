@@ -8,30 +8,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-import anyio
-
-from baton.errors import BatonError, CommandLineError
 from baton.runtime.log_files import PROCESS_LOG
 from baton.server._command_logging import LIGHT_COMMANDS, CommandLogging
-from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTERS
-from baton.server._dead_letter_models import MAX_LIMIT as MAX_DEAD_LETTERS
-from baton.server._dead_letter_models import render_dead_letters
-from baton.server._log_limits import quiet_event_loop
-from baton.server._memory_command import memory_commands
+from baton.server._message_command import message_commands
 from baton.server._since import SINCE_HELP, parse_since
-from baton.server.client import Client, not_unicode, not_unicode_message
+from baton.server._wire import WireError
 
 if TYPE_CHECKING:
     from baton.runtime.logging import LogFile
+    from baton.server.client import Client
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -39,6 +31,9 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 Command = Callable[[argparse.Namespace], Awaitable[None]]
+E = TypeVar("E", bound=BaseException)
+LightCommand = Callable[[argparse.Namespace], None]
+"""`baton tell` and `baton ask`: run without an event loop (`_message_command.py`)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,14 +44,30 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
-    return value
+class _Version(argparse.Action):
+    """`--version`, reading the installed version only when asked: importing
+    `importlib.metadata` would cost every command about 30 ms."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings,
+            dest=dest,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="show program's version number and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        from importlib.metadata import version  # noqa: PLC0415 - see the docstring
+
+        sys.stdout.write(f"baton {version('baton')}\n")
+        parser.exit()
 
 
 def _count(text: str) -> int:
@@ -70,6 +81,8 @@ def _count(text: str) -> int:
 
 
 def _limit(text: str) -> int:
+    from baton.server._dead_letter_models import MAX_LIMIT as MAX_DEAD_LETTERS  # noqa: PLC0415
+
     value = _count(text)
     if not 1 <= value <= MAX_DEAD_LETTERS:
         raise argparse.ArgumentTypeError(f"{text!r}: give 1 to {MAX_DEAD_LETTERS}")
@@ -83,33 +96,20 @@ def _since(text: str) -> datetime:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _payload(args: argparse.Namespace) -> dict[str, Any]:
-    try:
-        payload = json.loads(args.json)
-    except json.JSONDecodeError as exc:
-        raise CommandLineError(
-            f"the {args.type} payload is not valid JSON ({exc}) — pass an object, "
-            """e.g. '{"text": "hi"}'"""
-        ) from None
-    if not isinstance(payload, dict):
-        raise CommandLineError(
-            f"the {args.type} payload must be a JSON object of its fields, not "
-            f'{type(payload).__name__} — e.g. \'{{"text": "hi"}}\''
-        )
-    where = not_unicode(payload)
-    if where is not None:
-        raise CommandLineError(not_unicode_message(args.type, where))
-    return payload
-
-
 def _print(text: str) -> None:
     print(text, flush=True)  # noqa: T201 - the CLI's output
 
 
 # --- commands ------------------------------------------------------------------------------
-# Each command imports what only it uses: `baton tell` must not pay for the scenario shapes
-# and their renderers, `status` for the runtime (docs/architecture.md, "What a command
-# imports").
+# Each command imports what only it uses: `baton status` must not pay for the runtime, `baton
+# tell` (`_message_command.py`) not even for the client (docs/architecture.md, "What a
+# command imports").
+
+
+def _connect(args: argparse.Namespace) -> Client:
+    from baton.server.client import Client  # noqa: PLC0415 - httpx2: not for tell and ask
+
+    return Client(args.workspace)
 
 
 async def _run(args: argparse.Namespace) -> None:
@@ -148,7 +148,7 @@ async def _worker(args: argparse.Namespace) -> None:
 async def _submit(args: argparse.Namespace) -> None:
     from baton.server._render import render_scenario  # noqa: PLC0415
 
-    async with Client(args.workspace) as client:
+    async with _connect(args) as client:
         state = await client.submit(
             args.scenario, args.requirement, auto_approve=True if args.auto_approve else None
         )
@@ -157,29 +157,17 @@ async def _submit(args: argparse.Namespace) -> None:
 
 async def _new(args: argparse.Namespace) -> None:
     # Imported here, as for `run`: only this command writes a scenario folder.
+    import anyio  # noqa: PLC0415
+
     from baton.pipeline.scenario_scaffold import new_scenario_command  # noqa: PLC0415
 
     _print(await anyio.to_thread.run_sync(new_scenario_command, args.workspace, args.scenario))
 
 
-async def _tell(args: argparse.Namespace) -> None:
-    payload = _payload(args)
-    async with Client(args.workspace) as client:
-        await client.tell(args.actor, args.type, payload)
-    _print(f"queued {args.type} for {args.actor}")
-
-
-async def _ask(args: argparse.Namespace) -> None:
-    payload = _payload(args)
-    async with Client(args.workspace) as client:
-        reply = await client.ask(args.actor, args.type, payload, timeout=args.timeout)
-    _print(json.dumps(reply, ensure_ascii=False))
-
-
 async def _status(args: argparse.Namespace) -> None:
     from baton.server._render import render_status  # noqa: PLC0415
 
-    async with Client(args.workspace) as client:
+    async with _connect(args) as client:
         report = await client.status()
     _print(report.model_dump_json(indent=2) if args.json else render_status(report, args.workspace))
 
@@ -187,13 +175,15 @@ async def _status(args: argparse.Namespace) -> None:
 async def _show(args: argparse.Namespace) -> None:
     from baton.server._approvals import render_show  # noqa: PLC0415
 
-    async with Client(args.workspace) as client:
+    async with _connect(args) as client:
         state = await client.scenario(args.scenario)
     _print(state.model_dump_json(indent=2) if args.json else render_show(state, args.workspace))
 
 
 async def _dead_letters(args: argparse.Namespace) -> None:
-    async with Client(args.workspace) as client:
+    from baton.server._dead_letter_models import render_dead_letters  # noqa: PLC0415
+
+    async with _connect(args) as client:
         listing = await client.dead_letters(args.lines)
     _print(listing.model_dump_json(indent=2) if args.json else render_dead_letters(listing))
 
@@ -201,25 +191,27 @@ async def _dead_letters(args: argparse.Namespace) -> None:
 async def _approve(args: argparse.Namespace) -> None:
     from baton.server._render import render_scenario  # noqa: PLC0415
 
-    async with Client(args.workspace) as client:
+    async with _connect(args) as client:
         _print(render_scenario(await client.approve(args.scenario)))
 
 
 async def _reject(args: argparse.Namespace) -> None:
     from baton.server._render import render_scenario  # noqa: PLC0415
 
-    async with Client(args.workspace) as client:
+    async with _connect(args) as client:
         _print(render_scenario(await client.reject(args.scenario, args.reason)))
 
 
 async def _stop(args: argparse.Namespace) -> None:
-    async with Client(args.workspace) as client:
+    async with _connect(args) as client:
         pid = (await client.health()).pid
         await client.stop()
     _print(f"stopped the runtime in {args.workspace} (pid {pid})")
 
 
 async def _report(args: argparse.Namespace) -> None:
+    import anyio  # noqa: PLC0415
+
     from baton.server._report_command import write_report  # noqa: PLC0415
 
     workspace = Path(args.workspace)
@@ -344,22 +336,50 @@ def _new_arguments(new: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `baton` argument parser; each sub-command stores its coroutine in `command`."""
+def _top_level() -> tuple[
+    argparse.ArgumentParser, argparse._SubParsersAction[Any], argparse.ArgumentParser
+]:
+    # The parser, its sub-command action, and the options every command takes.
     parser = _Parser(
         prog="baton",
         description="An async actor runtime for long multi-agent Claude pipelines.",
         epilog="Exit codes: 0 ok, 1 failure, 2 usage.",
     )
-    parser.add_argument("--version", action="version", version=f"baton {version('baton')}")
+    parser.add_argument("--version", action=_Version)
     common = _Parser(add_help=False)
     common.add_argument(
         "--workspace", default=".", metavar="DIR", help="the workspace (default: .)"
     )
-    commands = parser.add_subparsers(title="commands", dest="name", metavar="COMMAND")
+    commands: argparse._SubParsersAction[Any] = parser.add_subparsers(
+        title="commands", dest="name", metavar="COMMAND"
+    )
+    return parser, commands, common
+
+
+def _message_parser() -> argparse.ArgumentParser:
+    # `build_parser` with `tell` and `ask` alone, for a command line that starts with one of
+    # them: that command's parser is the same in both, and what the top level can still say
+    # (unrecognized arguments) names no other command. The whole parser would load the
+    # client's bodies (pydantic), which the other commands' options take their bounds from.
+    parser, commands, common = _top_level()
+    message_commands(commands, common)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `baton` argument parser; each sub-command stores its coroutine in `command` (or,
+    `tell` and `ask`, their function in `light_command`)."""
+    # The client's bodies: every command but `tell` and `ask` (`_message_parser`) loads them.
+    from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTERS  # noqa: PLC0415
+    from baton.server._dead_letter_models import MAX_LIMIT as MAX_DEAD_LETTERS  # noqa: PLC0415
+    from baton.server._memory_command import memory_commands  # noqa: PLC0415
+
+    parser, commands, common = _top_level()
 
     def command(name: str, handler: Command, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, parents=[common], help=help_text, description=help_text)
+        sub: argparse.ArgumentParser = commands.add_parser(
+            name, parents=[common], help=help_text, description=help_text
+        )
         sub.set_defaults(command=handler)
         return sub
 
@@ -446,18 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _new_arguments(command("new", _new, NEW_HELP))
 
-    for name, handler, help_text in (
-        ("tell", _tell, "send a message to an actor"),
-        ("ask", _ask, "send a message to an actor and print its reply as JSON"),
-    ):
-        sub = command(name, handler, help_text)
-        sub.add_argument("actor", metavar="ACTOR")
-        sub.add_argument("type", metavar="TYPE", help="the message class name, e.g. Prompt")
-        sub.add_argument("json", metavar="JSON", help="the message fields as a JSON object")
-        if name == "ask":
-            sub.add_argument(
-                "--timeout", type=_positive, default=60.0, metavar="S", help="default 60"
-            )
+    message_commands(commands, common)
 
     _tail_arguments(
         command(
@@ -517,26 +526,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _baton_error(error: BaseException) -> BatonError | None:
+def _found(error: BaseException, kind: type[E]) -> E | None:
     # Errors raised inside task groups arrive wrapped in exception groups.
-    if isinstance(error, BatonError):
+    if isinstance(error, kind):
         return error
     if isinstance(error, BaseExceptionGroup):
         for inner in error.exceptions:
-            found = _baton_error(inner)
-            if found is not None:
-                return found
-    return None
-
-
-def _os_error(error: BaseException) -> OSError | None:
-    # A file that cannot be used (a directory where a file belongs, no permission) is said
-    # in one line whether or not it came through a task group.
-    if isinstance(error, OSError):
-        return error
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            found = _os_error(inner)
+            found = _found(inner, kind)
             if found is not None:
                 return found
     return None
@@ -549,13 +545,24 @@ def _silence_broken_pipe() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def _failed(args: argparse.Namespace, message: object, code: int) -> int:
+    one_line = str(message).replace("\n", " ")
+    sys.stderr.write(f"baton {args.name}: error: {one_line}\n")
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `baton` console script; returns the process exit code."""
-    parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else argv
+    light = arguments[:1] in (["tell"], ["ask"])
+    parser = _message_parser() if light else build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    light_command: LightCommand | None = getattr(args, "light_command", None)
+    if light_command is not None:
+        return _run_light(light_command, args)
     handler: Command | None = getattr(args, "command", None)
     if handler is None:
         sys.stderr.write(
@@ -572,7 +579,25 @@ def main(argv: list[str] | None = None) -> int:
         logs.restore()
 
 
+def _run_light(command: LightCommand, args: argparse.Namespace) -> int:
+    # As `_dispatch` ends a command, without the event loop: nothing here logs.
+    try:
+        command(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_broken_pipe()
+        return EXIT_OK
+    except WireError as error:
+        return _failed(args, error.message, EXIT_USAGE if error.usage else EXIT_FAILURE)
+    except OSError as error:
+        return _failed(args, f"{error} — check the workspace path", EXIT_FAILURE)
+    return EXIT_OK
+
+
 async def _quietly(handler: Command, args: argparse.Namespace, logs: CommandLogging) -> None:
+    from baton.server._log_limits import quiet_event_loop  # noqa: PLC0415 - asyncio's logger
+
     # A failure the event loop reports over and over (EMFILE on accept under fd exhaustion)
     # is logged once per interval, not once per occurrence with a traceback.
     quiet_event_loop(before_logging=logs.configure)
@@ -580,6 +605,10 @@ async def _quietly(handler: Command, args: argparse.Namespace, logs: CommandLogg
 
 
 def _dispatch(handler: Command, args: argparse.Namespace, logs: CommandLogging) -> int:
+    import anyio  # noqa: PLC0415
+
+    from baton.errors import BatonError, CommandLineError  # noqa: PLC0415
+
     try:
         anyio.run(_quietly, handler, args, logs, backend="asyncio")
     except KeyboardInterrupt:
@@ -588,16 +617,15 @@ def _dispatch(handler: Command, args: argparse.Namespace, logs: CommandLogging) 
         _silence_broken_pipe()
         return EXIT_OK
     except Exception as exc:
-        error = _baton_error(exc)
-        os_error = _os_error(exc) if error is None else None
+        error = _found(exc, BatonError)
+        os_error = _found(exc, OSError) if error is None else None
         if os_error is not None:
-            sys.stderr.write(f"baton {args.name}: error: {os_error} — check the workspace path\n")
-            return EXIT_FAILURE
+            # A file that cannot be used (a directory where a file belongs, no permission).
+            return _failed(args, f"{os_error} — check the workspace path", EXIT_FAILURE)
         if error is None:
             raise
-        one_line = str(error).replace("\n", " ")
-        sys.stderr.write(f"baton {args.name}: error: {one_line}\n")
-        return EXIT_USAGE if isinstance(error, CommandLineError) else EXIT_FAILURE
+        usage = isinstance(error, CommandLineError)
+        return _failed(args, error, EXIT_USAGE if usage else EXIT_FAILURE)
     return EXIT_OK
 
 

@@ -36,61 +36,37 @@ from baton.memory import MemoryEntry
 from baton.runtime._error_wire import rebuild_error
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.server._control_models import AskReply, Health
+from baton.server._control_requests import (
+    DEFAULT_TIMEOUT,
+    ask_wait,
+    broken_message,
+    message_body,
+    not_unicode,
+    not_unicode_message,
+    tell_wait,
+    timeout_message,
+    unsendable_message,
+)
 from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTERS
 from baton.server._dead_letter_models import DeadLetterList
 from baton.server._memory_models import DEFAULT_SEARCH_LIMIT, MemoryListing, MemorySearch
 from baton.server._workspace_files import CONTROL_SOCKET, PID_FILE, read_pid
 
 if TYPE_CHECKING:
-    from baton.pipeline.messages import ScenarioState
+    from baton.pipeline.scenario_state import ScenarioState
     from baton.server._status_models import StatusReport
 
 M = TypeVar("M", bound=BaseModel)
 
-DEFAULT_TIMEOUT = 30.0
 STOP_TIMEOUT = 60.0
 _STOP_POLL = 0.05
-# Answers to asks arrive after the ask's own timeout; the HTTP wait must outlast it.
-_ASK_MARGIN = 10.0
-
-
-def not_unicode(value: Any, where: str = "") -> str | None:
-    """The dotted place in `value` (decoded JSON) of a string that is not valid Unicode (a
-    lone surrogate such as `\\ud800`, which no UTF-8 request can carry), or None."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return where or "(whole payload)"
-        return None
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            place = f"{where}.{key}" if where else str(key)
-            found = not_unicode(key, place) or not_unicode(item, place)
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            found = not_unicode(item, f"{where}[{index}]")
-            if found is not None:
-                return found
-    return None
-
-
-def not_unicode_message(type_name: str, where: str) -> str:
-    """What to say of a payload that `not_unicode` found a lone surrogate in."""
-    return (
-        f"the {type_name} payload is not valid Unicode at {where!r}: it holds a lone "
-        "surrogate (a \\ud800-\\udfff escape without its pair) — send the character itself "
-        "or its full surrogate pair"
-    )
 
 
 def _scenario(raw: Any) -> ScenarioState:
     # Imported on use, as the scenario's and the status' shapes are: they live with the
     # pipeline's messages, which `baton tell` and `baton ask` must not load
     # (docs/architecture.md, "What a command imports").
-    from baton.pipeline.messages import ScenarioState  # noqa: PLC0415
+    from baton.pipeline.scenario_state import ScenarioState  # noqa: PLC0415
 
     return ScenarioState.model_validate(raw)
 
@@ -152,14 +128,8 @@ class Client:
         if isinstance(exc, httpx2.ConnectError):
             return NoRuntimeError(self.workspace)
         if isinstance(exc, httpx2.TimeoutException):
-            return RuntimeFailure(
-                f"the runtime in {self.workspace} did not answer in time ({exc!r}) — check it "
-                "with `baton status`, or raise the client's timeout"
-            )
-        return RuntimeFailure(
-            f"the connection to the runtime in {self.workspace} broke ({exc!r}) — check "
-            "whether it still runs with `baton status`"
-        )
+            return RuntimeFailure(timeout_message(self.workspace, repr(exc)))
+        return RuntimeFailure(broken_message(self.workspace, repr(exc)))
 
     async def _request(
         self,
@@ -178,10 +148,8 @@ class Client:
             raise self._transport_error(exc) from None
         except UnicodeEncodeError as exc:
             # A lone surrogate in a path or a body: no UTF-8 request can carry it.
-            raise UsageError(
-                f"cannot send {method} {path!r}: {exc.object[exc.start : exc.end]!r} is not "
-                "valid Unicode (a lone surrogate) — send the character itself or its pair"
-            ) from None
+            text = exc.object[exc.start : exc.end]
+            raise UsageError(unsendable_message(method, path, text)) from None
         try:
             decoded = response.json()
         except ValueError:
@@ -197,17 +165,12 @@ class Client:
         if isinstance(message, BaseModel):
             if payload is not None:
                 raise UsageError("pass either a message model or a type name with a payload")
-            body: dict[str, Any] = {
-                "type": type(message).__name__,
-                "payload": message.model_dump(mode="json"),
-            }
+            body = message_body(type(message).__name__, message.model_dump(mode="json"), timeout)
         else:
-            body = {"type": message, "payload": dict(payload or {})}
+            body = message_body(message, payload, timeout)
         where = not_unicode(body["payload"])
         if where is not None:
             raise InvalidMessageError(not_unicode_message(body["type"], where))
-        if timeout is not None:
-            body["timeout"] = timeout
         return body
 
     # --- the API ---------------------------------------------------------------------------
@@ -232,7 +195,7 @@ class Client:
     ) -> None:
         """Queue `message` (a model, or a type name and its `payload`) for `actor`."""
         body = self._message_body(message, payload, timeout)
-        wait = (timeout or 0) + self._timeout
+        wait = tell_wait(timeout, self._timeout)
         await self._request("POST", f"/actors/{actor}/tell", body=body, timeout=wait)
 
     @overload
@@ -269,7 +232,7 @@ class Client:
         """Ask `actor` and return its reply as JSON, or validated as `reply_type`."""
         body = self._message_body(message, payload, timeout)
         raw = await self._request(
-            "POST", f"/actors/{actor}/ask", body=body, timeout=timeout + _ASK_MARGIN
+            "POST", f"/actors/{actor}/ask", body=body, timeout=ask_wait(timeout)
         )
         reply = AskReply.model_validate(raw).reply
         return reply if reply_type is None else reply_type.model_validate(reply)

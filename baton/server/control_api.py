@@ -51,13 +51,14 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+import baton.pipeline.statuses  # noqa: F401 - the pipeline's errors' statuses, registered
 from baton.errors import (
     BatonError,
     InvalidPayloadError,
     MailboxStillFullError,
     validation_problems,
 )
-from baton.runtime._error_wire import ErrorDetail, error_body, error_responses, status_for
+from baton.runtime._error_wire import ErrorDetail, error_body, status_for
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.runtime.runtime import Runtime
 from baton.server._control_models import (
@@ -70,6 +71,7 @@ from baton.server._control_models import (
     utf8_safe,
 )
 from baton.server._dead_letter_api import dead_letter_routes
+from baton.server._error_docs import error_responses
 from baton.server._json_body import OffLoopJsonRoute, off_the_loop_if_large
 from baton.server._memory_api import memory_routes
 from baton.server._openapi import ANY_ROUTE, control_openapi

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from baton.runtime.token_log import TOKEN_LOG, capture_sinks, rotated_files
+from baton.runtime.log_files import rotated_files
+from baton.runtime.token_log import TOKEN_LOG, capture_sinks
 
 
 @contextmanager

@@ -13,8 +13,9 @@ from baton.errors import ConfigError
 from baton.models.protocol import current_call
 from baton.pipeline.config import parse_config
 from baton.pipeline.host import open_pipeline
-from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.pipeline.messages import ScenarioQuery, StartScenario
 from baton.pipeline.offline_model import OfflineModel
+from baton.pipeline.scenario_state import ScenarioState
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = "leave_application"

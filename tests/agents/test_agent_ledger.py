@@ -13,13 +13,13 @@ from baton import Runtime
 from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore
 from baton.context.ledger_patterns import FactPatterns
-from baton.context.summary_format import InitSummary
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.ledger_facts import DEFAULT_FACT_PATTERNS, package_facts
 from baton.pipeline.messages import Dispatch, HandoffDelivered, RoundEnded
 from baton.pipeline.packages import ExecuteToInitContext
 from baton.pipeline.roles import InitActor, agent_setup
+from baton.pipeline.summaries import InitSummary
 from baton.testing import capture_token_log
 from tests.agents.test_agent import Recorder, read, write
 

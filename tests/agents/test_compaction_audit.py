@@ -17,8 +17,8 @@ from baton import Runtime
 from baton.agents._compaction_report import CompactionReports
 from baton.agents.agent_config import AgentConfig
 from baton.agents.compaction import CompactionHost, Compactor
-from baton.agents.compaction_audit import compaction_lines, last_compactions
 from baton.agents.journal import FileJournalStore
+from baton.agents.last_compaction import compaction_lines, last_compactions
 from baton.agents.messages import Prompt
 from baton.context.conversation import Conversation
 from baton.context.records import Compaction

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from baton import Runtime
-from baton.agents.agent_config import DEFAULT_AGENTS, AgentConfig
+from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore
 from baton.errors import ConfigError
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.config import load_config
+from baton.pipeline.defaults import DEFAULT_AGENTS
 from baton.pipeline.messages import Dispatch
 from baton.pipeline.roles import ExecuteActor, agent_setup
 from baton.pipeline.scenario import load_scenario

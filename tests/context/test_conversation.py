@@ -12,8 +12,9 @@ from baton.context.conversation import Conversation
 from baton.context.records import RECORD_TYPES, dump_record, parse_record
 from baton.context.strategy import ContextBudget
 from baton.context.summarize import SummarizeStrategy
-from baton.context.summary_format import InitSummary
 from baton.errors import UsageError
+from baton.pipeline.defaults import role_budget
+from baton.pipeline.summaries import InitSummary
 
 
 def test_a_step_renders_as_assistant_then_user_results_and_never_a_tool_role() -> None:
@@ -164,7 +165,7 @@ async def test_a_compaction_record_replays_from_its_journal_json() -> None:
     records: list[Any] = [conversation.start_round("the task")]
     for _ in range(6):
         records.append(tool_step(conversation, tools=1, result_chars=6000))
-    strategy = SummarizeStrategy(ContextBudget.for_agent("init"), summary_schema=InitSummary)
+    strategy = SummarizeStrategy(role_budget("init"), summary_schema=InitSummary)
     records.append(
         await strategy.compact(conversation, fixed_summarizer(summary_text(InitSummary)))
     )

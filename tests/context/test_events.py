@@ -8,10 +8,11 @@ from ctx_factories import fixed_summarizer, summary_text, tool_step
 
 from baton.context.conversation import Conversation
 from baton.context.events import TOKEN_LOG_EVENTS, ToolResultTruncatedEvent
-from baton.context.strategy import ContextBudget
 from baton.context.summarize import SummarizeStrategy
-from baton.context.summary_format import InitSummary
-from baton.runtime.token_records import TOKEN_RECORD
+from baton.pipeline.defaults import role_budget
+from baton.pipeline.records import MemoryRecalled  # noqa: F401 - every record registered
+from baton.pipeline.summaries import InitSummary
+from baton.runtime.token_records import token_record_adapter
 
 
 async def test_events_validate_as_token_log_records() -> None:
@@ -22,7 +23,7 @@ async def test_events_validate_as_token_log_records() -> None:
         tool_step(conversation, tools=1, result_chars=9000)
     events: list[Any] = []
     strategy = SummarizeStrategy(
-        ContextBudget.for_agent("init"), on_event=events.append, summary_schema=InitSummary
+        role_budget("init"), on_event=events.append, summary_schema=InitSummary
     )
     await strategy.compact(conversation, fixed_summarizer(summary_text(InitSummary)))
     logged = [e for e in events if e.event in TOKEN_LOG_EVENTS]
@@ -30,7 +31,7 @@ async def test_events_validate_as_token_log_records() -> None:
         e.event for e in logged
     ]
     for event in logged:
-        record = TOKEN_RECORD.validate_python(
+        record = token_record_adapter().validate_python(
             {
                 "event": event.event,
                 "ts": "2026-01-01T00:00:00Z",

@@ -11,14 +11,9 @@ from hypothesis import strategies as st
 
 from baton.context.conversation import Conversation
 from baton.context.fallback import _ids, extract, fallback_summary
-from baton.context.summary_format import (
-    SUMMARY_TAG,
-    ExecuteSummary,
-    InitSummary,
-    extract_json_object,
-    summary_json,
-)
+from baton.context.summary_format import SUMMARY_TAG, extract_json_object, summary_json
 from baton.errors import SummaryFailure
+from baton.pipeline.summaries import ExecuteSummary, InitSummary
 
 
 def test_extraction_finds_paths_ids_and_pending_items() -> None:

@@ -13,7 +13,7 @@ from baton.context.ledger import KeyFact, KeyFactLedger
 from baton.context.records import Compaction
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget
-from baton.context.summary_format import ExecuteSummary, InitSummary
+from baton.pipeline.summaries import ExecuteSummary, InitSummary
 
 
 def test_merge_adds_missing_facts_without_overwriting() -> None:

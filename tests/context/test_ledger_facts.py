@@ -27,7 +27,7 @@ from baton.context.payload import Payload
 from baton.context.records import Compaction
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, Summarizer
-from baton.context.summary_format import ExecuteSummary
+from baton.pipeline.summaries import ExecuteSummary
 
 STRATEGIES = ("summarize", "sliding_window", "extract_state")
 PATTERNS = FactPatterns([r"(?<![\w-])[A-Z][A-Z0-9]*_[A-Z][A-Z0-9]*_\d+(?![\w-])", r"TICKET-\d+"])

@@ -25,8 +25,8 @@ from baton.context.payload import Payload
 from baton.context.registry import make_strategy
 from baton.context.steps import ThinkingContent
 from baton.context.strategy import ContextBudget
-from baton.context.summary_format import SUMMARY_SCHEMAS
 from baton.context.tokens import estimate_payload_tokens
+from baton.pipeline.summaries import SUMMARY_SCHEMAS
 
 TEXTS = st.sampled_from(["", "  ", "ok", "读取文件并分析结果。", "Checking scenarios/a/b.json"])
 

@@ -11,6 +11,7 @@ from baton.context.strategy import ContextBudget, ContextStrategy
 from baton.context.summarize import SummarizeStrategy
 from baton.errors import UsageError
 from baton.pipeline.config import parse_config
+from baton.pipeline.defaults import role_budget
 
 
 @pytest.mark.parametrize(
@@ -23,7 +24,7 @@ from baton.pipeline.config import parse_config
 )
 def test_each_config_name_builds_its_strategy(name: str, kind: type) -> None:
     """The names config accepts map to the three strategies, each a ContextStrategy."""
-    strategy = make_strategy(name, ContextBudget.for_agent("execute"))
+    strategy = make_strategy(name, role_budget("execute"))
     assert isinstance(strategy, kind)
     assert isinstance(strategy, ContextStrategy)
     assert (name, 5) == (strategy.name, strategy.budget.keep_recent_steps)

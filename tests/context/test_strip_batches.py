@@ -16,8 +16,9 @@ from baton.context.prompt_cache import PrefixCache
 from baton.context.records import dump_record
 from baton.context.strategy import ContextBudget
 from baton.context.summarize import SummarizeStrategy
-from baton.context.summary_format import COMPACT_PROMPT, InitSummary
+from baton.context.summary_format import COMPACT_PROMPT
 from baton.errors import UsageError
+from baton.pipeline.summaries import InitSummary
 
 
 def _budget(**overrides: Any) -> ContextBudget:

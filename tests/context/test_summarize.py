@@ -29,7 +29,9 @@ from baton.context.payload import Payload
 from baton.context.records import Compaction
 from baton.context.strategy import ContextBudget
 from baton.context.summarize import ReadySummary, SummarizeStrategy
-from baton.context.summary_format import COMPACT_PROMPT, ExecuteSummary, InitSummary
+from baton.context.summary_format import COMPACT_PROMPT
+from baton.pipeline.defaults import role_budget
+from baton.pipeline.summaries import ExecuteSummary, InitSummary
 
 
 def _texts(message: Any) -> list[str]:
@@ -63,7 +65,7 @@ def test_budgets_follow_the_default_table(
     agent: str, window: int, threshold: int, keep: int
 ) -> None:
     """Every agent has a 1M window; the thresholds stay absolute (150K, 700K, 150K)."""
-    budget = ContextBudget.for_agent(agent)
+    budget = role_budget(agent)
     assert (window, threshold, keep) == (
         budget.context_window,
         budget.compact_threshold,

@@ -8,19 +8,21 @@ import pytest
 
 from baton.context.summary_format import (
     COMPACT_PROMPT,
-    SUMMARY_SCHEMAS,
-    ExecuteSummary,
     GenericSummary,
-    InitSummary,
-    SchedulerSummary,
     SummaryBase,
     extract_json_object,
     parse_summary,
     render_summary,
     summary_json,
-    summary_schema_for,
 )
 from baton.errors import SummaryFailure
+from baton.pipeline.summaries import (
+    SUMMARY_SCHEMAS,
+    ExecuteSummary,
+    InitSummary,
+    SchedulerSummary,
+    summary_schema_for,
+)
 
 SEED_INIT = {
     "current_design_summary": {

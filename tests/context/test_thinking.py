@@ -13,7 +13,7 @@ from baton.context.payload import Payload
 from baton.context.records import dump_record
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
-from baton.context.summary_format import InitSummary
+from baton.pipeline.summaries import InitSummary
 
 STRATEGIES = ("summarize", "sliding_window", "extract_state")
 _ids = itertools.count()

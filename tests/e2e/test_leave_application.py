@@ -19,8 +19,9 @@ from baton.pipeline.artifacts import (
     Sample,
 )
 from baton.pipeline.host import open_pipeline
-from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.pipeline.messages import ScenarioQuery, StartScenario
 from baton.pipeline.offline_model import OfflineModel
+from baton.pipeline.scenario_state import ScenarioState
 from baton.testing import MessagesAPIStandIn, read_token_log
 from tests.tool_loop import continuations
 

@@ -11,7 +11,8 @@ import anyio
 from baton import Runtime
 from baton.memory import open_memory
 from baton.pipeline.host import open_pipeline
-from baton.pipeline.messages import ScenarioState, StartScenario
+from baton.pipeline.messages import StartScenario
+from baton.pipeline.scenario_state import ScenarioState
 from baton.testing import read_token_log
 from tests.e2e.test_leave_application import NAME, run_to_end, workspace
 

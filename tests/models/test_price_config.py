@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from baton.context.strategy import ContextBudget
 from baton.context.usage import Usage
 from baton.errors import ConfigError
 from baton.models.pricing import PRICES, ModelPrice
 from baton.models.protocol import ModelResponse, model_call_fields
 from baton.pipeline.config import load_config, parse_config
+from baton.pipeline.defaults import role_budget
 from baton.pipeline.spend import SpendLedger, record_cost
 from baton.runtime.settings import load_settings
 
@@ -67,7 +67,7 @@ def test_the_model_call_line_prices_its_usage_with_the_given_table() -> None:
     """`cost_usd` follows the table given; a model without a price is null."""
     usage = Usage(input_tokens=1_000_000, output_tokens=0)
     table = parse_config({"prices": {"offline-scripted": {"input": 7.0}}}).price_table
-    budget = ContextBudget.for_agent("init")
+    budget = role_budget("init")
 
     def line(model: str) -> object:
         response = ModelResponse(

@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from baton import Runtime
 from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore
-from baton.context.strategy import ContextBudget
 from baton.errors import ConfigError, InvalidScenarioNameError
 from baton.pipeline.agent_context import AgentContext
+from baton.pipeline.defaults import role_budget
 from baton.pipeline.host import open_pipeline
 from baton.pipeline.messages import Dispatch, ScenarioQuery, StartScenario
 from baton.pipeline.offline_model import OfflineModel
@@ -109,7 +109,7 @@ async def test_a_work_order_the_agent_refuses_ends_the_scenario_instead_of_a_han
             journal=journal,
             token_log=rt.token_log,
         )
-        budgets = {role: ContextBudget.for_agent(role) for role in ("init", "execute")}
+        budgets = {role: role_budget(role) for role in ("init", "execute")}
         await rt.spawn(
             "scheduler",
             SchedulerActor,

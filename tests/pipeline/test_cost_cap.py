@@ -12,7 +12,8 @@ import pytest
 from baton import Runtime
 from baton.errors import ConfigError
 from baton.pipeline.host import open_pipeline
-from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.pipeline.messages import ScenarioQuery, StartScenario
+from baton.pipeline.scenario_state import ScenarioState
 from baton.testing import read_token_log
 from tests.pipeline.test_scheduler import BASE, NAME, design_turns, iteration_turns, make_scenario
 

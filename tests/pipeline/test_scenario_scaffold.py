@@ -11,13 +11,14 @@ import anyio
 import pytest
 
 from baton import Runtime
-from baton.context.strategy import DEFAULT_BUDGETS
 from baton.errors import InvalidScenarioNameError, ScenarioExistsError
+from baton.pipeline.defaults import DEFAULT_BUDGETS
 from baton.pipeline.host import open_pipeline
-from baton.pipeline.messages import ScenarioQuery, ScenarioState, StartScenario
+from baton.pipeline.messages import ScenarioQuery, StartScenario
 from baton.pipeline.roles import shipped_prompt
 from baton.pipeline.scenario import IterationPolicy, ScenarioConfig, load_scenario
 from baton.pipeline.scenario_scaffold import ROLES, new_scenario
+from baton.pipeline.scenario_state import ScenarioState
 from baton.pipeline.scheduler import default_budgets
 
 NAME = "my_task"

@@ -16,16 +16,9 @@ from baton.agents.journal import FileJournalStore
 from baton.errors import ConfigError
 from baton.pipeline.artifacts import FailureSummary, Layer1ProblemsReport, Sample
 from baton.pipeline.host import open_pipeline
-from baton.pipeline.messages import (
-    Approve,
-    HandoffDelivered,
-    Reject,
-    ScenarioQuery,
-    ScenarioRefused,
-    ScenarioState,
-    StartScenario,
-)
+from baton.pipeline.messages import Approve, HandoffDelivered, Reject, ScenarioQuery, StartScenario
 from baton.pipeline.packages import InitToExecuteContext
+from baton.pipeline.scenario_state import ScenarioRefused, ScenarioState
 from baton.pipeline.scheduler import MAX_NUDGES
 from baton.testing import read_token_log
 

@@ -16,14 +16,14 @@ from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.artifacts import FailureSummary
 from baton.pipeline.config import BatonConfig, parse_config
 from baton.pipeline.memory_config import MemoryConfig
-from baton.pipeline.messages import SCHEDULER
 from baton.pipeline.packages import ExecuteToInitContext, ScenarioCompletion
+from baton.pipeline.records import MemoryRecalled
 from baton.pipeline.roles import EXECUTE, INIT, role_toolbox
 from baton.pipeline.scenario import ScenarioConfig, ScenarioRecord
+from baton.pipeline.scenario_state import SCHEDULER
 from baton.pipeline.scheduler_memory import SchedulerMemory, iteration_finding
 from baton.pipeline.scheduling_policy import Decision
 from baton.runtime.settings import load_settings
-from baton.runtime.token_records import TOKEN_RECORD
 
 NAME = "leave"
 
@@ -36,7 +36,7 @@ class Sink:
 
     def emit(self, event: str, **fields: Any) -> None:
         record = {"ts": "2026-11-23T00:00:00Z", "event": event, "actor": "scheduler", **fields}
-        TOKEN_RECORD.validate_python(record)
+        MemoryRecalled.model_validate(record)
         self.events.append(record)
 
 

@@ -21,12 +21,12 @@ from baton.pipeline.messages import (
     HandoffDelivered,
     Reject,
     ScenarioQuery,
-    ScenarioState,
     StartScenario,
 )
 from baton.pipeline.packages import InitToExecuteContext
 from baton.pipeline.roles import agent_setup
 from baton.pipeline.scenario_damage import DamagedQuery
+from baton.pipeline.scenario_state import ScenarioState
 from baton.pipeline.scheduler import SchedulerActor
 from tests.agents.test_agent import config
 from tests.pipeline.test_scheduler import (

@@ -8,14 +8,8 @@ import anyio
 from pydantic import BaseModel
 
 from baton import Actor, handler
-from baton.pipeline.messages import (
-    Approve,
-    Reject,
-    ScenarioQuery,
-    ScenarioRefused,
-    ScenarioState,
-    StartScenario,
-)
+from baton.pipeline.messages import Approve, Reject, ScenarioQuery, StartScenario
+from baton.pipeline.scenario_state import ScenarioRefused, ScenarioState
 from baton.runtime import ContextFill, ContextProviders, SupervisorPolicy
 
 

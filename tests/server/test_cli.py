@@ -11,12 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from baton.runtime.token_records import (
-    ContextCompacted,
-    HandoffSent,
-    MessageDeadLettered,
-    ModelCall,
-)
+from baton.agents.records import ContextCompacted, HandoffSent, ModelCall
+from baton.runtime.token_records import MessageDeadLettered
 from baton.server._render import fill_bar, render_record, token_log_table
 from baton.server._tail import follow_lines
 from baton.server.cli import main

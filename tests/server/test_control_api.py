@@ -26,7 +26,7 @@ from control_actors import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from baton.pipeline.messages import ScenarioState
+from baton.pipeline.scenario_state import ScenarioState
 from baton.runtime import ContextFill, Runtime
 from baton.runtime.settings import KernelConfig, ServerConfig
 from baton.server import ControlServer, create_control_app

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 from rich.console import Console
 
-from baton.pipeline.messages import ScenarioState
+from baton.pipeline.scenario_state import ScenarioState
 from baton.runtime.token_log import TokenLog
 from baton.server._live import RunView, fill_figure, render_panels
 from baton.server._run_summary import RunTally, summary_lines

@@ -8,7 +8,8 @@ import httpx2
 
 from baton import Runtime
 from baton.pipeline.host import open_pipeline
-from baton.pipeline.messages import ScenarioState, StartScenario
+from baton.pipeline.messages import StartScenario
+from baton.pipeline.scenario_state import ScenarioState
 from baton.server import create_control_app
 from baton.server._render import cost_figure, render_status
 from baton.server._status_models import StatusReport

@@ -169,7 +169,11 @@ def test_unknown_event_or_actor_is_one_line_naming_the_known_ones(
     actor = tail_out(capsys, "--actor", "nobody", *ws)
     configured = tail_out(capsys, "--actor", "reviewer", *ws)
     assert (2, [], 1) == (event[0], event[1], len(event[2].splitlines()))
-    assert event[2].startswith("baton tail: error: unknown event 'model.cal' — known: model.call")
+    assert event[2].startswith(
+        "baton tail: error: unknown event 'model.cal' — known: actor.restarted, "
+        "context.compacted, context.compaction_ineffective, context.tool_result_truncated, "
+        "handoff.received, handoff.sent, memory.recalled, message.dead_lettered, model.call, "
+    )
     assert "or a family: actor, context, handoff, memory, message, model" in event[2]
     assert (2, [], 1) == (actor[0], actor[1], len(actor[2].splitlines()))
     assert (

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from baton import Actor, Runtime, handler
-from baton.agents.agent_config import DEFAULT_AGENTS, AgentConfig
+from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore
 from baton.agents.messages import Prompt
 from baton.agents.tools import Sandbox, Toolbox, Write, scenario_scope
@@ -19,6 +19,7 @@ from baton.errors import ConfigError
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.config import load_config
+from baton.pipeline.defaults import DEFAULT_AGENTS
 from baton.pipeline.messages import Dispatch, HandoffDelivered, RoundEnded
 from baton.pipeline.roles import ExecuteActor, agent_setup
 
