@@ -11,17 +11,15 @@ from typing import TYPE_CHECKING
 from baton._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from baton.errors import (
+    from baton.errors import BatonError, RuntimeFailure, UsageError
+    from baton.runtime import Actor, ActorRef, Runtime, SupervisorPolicy, handler
+    from baton.runtime.errors import (
         ActorDeadError,
         AskTimeoutError,
-        BatonError,
         HandlerFailedError,
-        RuntimeFailure,
         UnhandledMessageError,
         UnknownActorError,
-        UsageError,
     )
-    from baton.runtime import Actor, ActorRef, Runtime, SupervisorPolicy, handler
     from baton.server import Client, connect
 
 __getattr__ = lazy_exports(

@@ -13,6 +13,7 @@ from anyio.abc import TaskGroup
 from pydantic import ValidationError
 
 from baton.agents.compaction import BackgroundSummary
+from baton.agents.errors import JournalRecordError
 from baton.agents.journal import JournalStore
 from baton.agents.messages import MAIN, scenario_of
 from baton.context.conversation import Conversation
@@ -26,7 +27,7 @@ from baton.context.records import (
 )
 from baton.context.steps import StepLayout
 from baton.context.strategy import ContextBudget, ContextStrategy
-from baton.errors import JournalRecordError, UsageError, validation_problems
+from baton.errors import UsageError, validation_problems
 from baton.models.protocol import ModelResponse
 from baton.models.telemetry import NO_TRACE, RoundTrace
 

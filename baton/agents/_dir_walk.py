@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from baton.errors import SandboxViolationError
+from baton.agents.errors import SandboxViolationError
 
 MAX_HOPS = 40
 """Symbolic links followed in one walk before it gives up (Linux's own limit)."""

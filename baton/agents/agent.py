@@ -21,10 +21,12 @@ import structlog
 from baton.agents._agent_state import ConversationState
 from baton.agents.agent_loop import AgentLoop, answered_before
 from baton.agents.agent_setup import AgentSetup
+from baton.agents.errors import SpendCapReachedFailure
 from baton.agents.messages import MAIN, Prompt, ResumeRound
 from baton.context.ledger import KeyFact
-from baton.errors import ActorDeadError, BatonError, SpendCapReachedFailure, unretriable
+from baton.errors import BatonError, unretriable
 from baton.runtime.actor import Actor, handler
+from baton.runtime.errors import ActorDeadError
 
 log = structlog.get_logger(__name__)
 

@@ -36,6 +36,7 @@ from baton.agents._compaction_report import CompactionReports
 from baton.agents.agent_setup import AgentSetup, Handoff, RoundOf, ToolHooks
 from baton.agents.budget_overrides import apply_overrides
 from baton.agents.compaction import Compactor, background_tasks
+from baton.agents.errors import UndeliveredFailure
 from baton.agents.prompt_files import scenario_prompt
 from baton.agents.tools import Toolbox, scenario_scope
 from baton.agents.tools.load_budget import run_within_budget
@@ -46,14 +47,9 @@ from baton.context.payload import Payload
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
 from baton.context.tokens import estimate_json_tokens
-from baton.errors import (
-    ActorDeadError,
-    ContextOverflowError,
-    MailboxClosedError,
-    UndeliveredFailure,
-    UnknownActorError,
-    UsageError,
-)
+from baton.errors import UsageError
+from baton.mailboxes.errors import MailboxClosedError
+from baton.models.errors import ContextOverflowError
 from baton.models.pricing import PRICES
 from baton.models.protocol import (
     CallContext,
@@ -66,6 +62,7 @@ from baton.models.protocol import (
 from baton.models.retry import until_available
 from baton.models.telemetry import NO_TRACE, round_trace
 from baton.runtime.actor import Actor
+from baton.runtime.errors import ActorDeadError, UnknownActorError
 
 log = structlog.get_logger(__name__)
 

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from baton.agents.agent_config import AgentConfig, ContextReporter, TokenSink
+from baton.agents.errors import SpendCapReachedFailure
 from baton.agents.journal import JournalStore
 from baton.agents.tools import Toolbox
 from baton.context.ledger import KeyFact
 from baton.context.summary_format import GenericSummary, SummaryBase
-from baton.errors import BatonError, SpendCapReachedFailure
+from baton.errors import BatonError
 from baton.models.pricing import ModelPrice
 from baton.models.protocol import Model, Purpose
 from baton.models.retry import ModelRetry

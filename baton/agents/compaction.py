@@ -24,12 +24,12 @@ import structlog
 from anyio.abc import TaskGroup
 
 from baton.agents._compaction_report import CompactionReports
+from baton.agents.errors import CompactionIneffectiveError
 from baton.context.conversation import Conversation
 from baton.context.payload import Payload, ToolSpec
 from baton.context.records import dump_record
 from baton.context.strategy import ContextBudget, ContextStrategy
 from baton.context.summarize import ReadySummary, SummarizeStrategy
-from baton.errors import CompactionIneffectiveError
 from baton.models.protocol import Model, ModelResponse, Purpose
 
 if TYPE_CHECKING:

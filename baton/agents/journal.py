@@ -23,7 +23,8 @@ import anyio
 import structlog
 
 from baton._private import private_dir, private_opener
-from baton.errors import JournalCorruptError, UsageError
+from baton.agents.errors import JournalCorruptError
+from baton.errors import UsageError
 from baton.runtime.disk_writes import append_whole
 
 log = structlog.get_logger(__name__)

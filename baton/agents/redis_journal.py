@@ -36,8 +36,8 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from baton.agents.errors import JournalCorruptError, LeaseLostError
 from baton.agents.journal import _check_name
-from baton.errors import JournalCorruptError, LeaseLostError
 from baton.runtime.backoff import Backoff
 
 log = structlog.get_logger(__name__)

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baton.context.conversation import Conversation
+from baton.context.errors import SummaryFailure
 from baton.context.ledger import KeyFactLedger
 from baton.context.steps import Step, TextContent, ToolUseContent
 from baton.context.summary_format import SummaryBase, parse_summary
-from baton.errors import SummaryFailure
 
 MAX_PATHS = 100
 MAX_IDS = 100

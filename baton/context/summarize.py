@@ -29,6 +29,7 @@ from baton.context._assembly import Builder, add_entry
 from baton.context._strategy_base import StrategyBase, recent_start
 from baton.context.caching import Anchor
 from baton.context.conversation import Conversation
+from baton.context.errors import SummaryFailure
 from baton.context.events import CompactionMode, ContextWarningEvent
 from baton.context.fallback import fallback_summary
 from baton.context.ledger_view import ledger_message
@@ -37,7 +38,7 @@ from baton.context.records import Compaction
 from baton.context.steps import StepLayout
 from baton.context.strategy import Summarizer
 from baton.context.summary_format import parse_summary, summary_json
-from baton.errors import SummaryFailure, UsageError
+from baton.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from baton.errors import SummaryFailure, validation_problems
+from baton.context.errors import SummaryFailure
+from baton.errors import validation_problems
 
 COMPACT_PROMPT = """请对当前工作进行总结，保留以下关键信息：
 - 当前场景设计/生成组件的核心要点

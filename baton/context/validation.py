@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baton.errors import InvalidRequestError
+from baton.context.errors import InvalidRequestError
 
 MAX_CACHE_BREAKPOINTS = 4
 # The body fields of `POST /v1/messages` in API version 2026-10-21 (the SDK 2.x default).

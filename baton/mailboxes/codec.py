@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from baton.errors import InvalidMessageError
 from baton.mailboxes.envelope import Envelope
+from baton.mailboxes.errors import InvalidMessageError
 
 FORMAT = 1
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from baton.errors import MailboxClosedError, MailboxFullError
 from baton.mailboxes.envelope import Delivery, Envelope
+from baton.mailboxes.errors import MailboxClosedError, MailboxFullError
 from baton.mailboxes.protocol import DeadLetterSink
 
 DEFAULT_CAPACITY = 1024

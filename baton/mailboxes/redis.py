@@ -28,11 +28,12 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from baton.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError, UsageError
+from baton.errors import UsageError
 from baton.mailboxes._redis_stream import DONE, Body, Entry, RedisStream, is_missing_group
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.dead_letter_body import excerpt
 from baton.mailboxes.envelope import Delivery, Envelope
+from baton.mailboxes.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes.protocol import DeadLetterSink
 
 log = structlog.get_logger(__name__)

@@ -21,14 +21,10 @@ from collections import deque
 import anyio
 import structlog
 
-from baton.errors import (
-    InvalidMessageError,
-    MailboxBlockedError,
-    MailboxClosedError,
-)
 from baton.mailboxes._sqlite_store import DATABASE, REMEMBERED, SqliteStore
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Delivery, Envelope
+from baton.mailboxes.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes.protocol import DeadLetterSink
 
 log = structlog.get_logger(__name__)

@@ -22,9 +22,9 @@ import anyio.to_thread
 import structlog
 
 from baton._private import private_dir, private_file
-from baton.errors import MemoryFileError
 from baton.memory._fts_search import FtsPlanner, quoted
 from baton.memory._text import query_terms
+from baton.memory.errors import MemoryFileError
 from baton.memory.models import MemoryEntry, MemorySource
 
 log = structlog.get_logger(__name__)

@@ -6,7 +6,7 @@ import re
 import secrets
 from collections.abc import Callable, Sequence
 
-from baton.errors import MemoryInputError
+from baton.memory.errors import MemoryInputError
 
 # A word is a run of letters, digits or underscores in any script, as FTS5's unicode61
 # tokenizer splits text; CJK text without spaces is one word per run (docs/memory.md, "Ranking").

@@ -22,8 +22,8 @@ import anyio.to_thread
 import pydantic
 
 from baton._private import private_dir, private_opener
-from baton.errors import MemoryFileError
 from baton.memory._text import query_terms
+from baton.memory.errors import MemoryFileError
 from baton.memory.models import MemoryEntry, MemoryHit
 
 T = TypeVar("T")

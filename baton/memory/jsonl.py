@@ -23,9 +23,9 @@ import pydantic
 import structlog
 
 from baton._private import private_dir, private_opener
-from baton.errors import MemoryFileError
 from baton.memory._bm25 import Bm25Index
 from baton.memory._text import query_terms, words
+from baton.memory.errors import MemoryFileError
 from baton.memory.models import MemoryEntry, MemoryHit
 
 log = structlog.get_logger(__name__)

@@ -16,8 +16,9 @@ from pydantic import JsonValue
 
 from baton._private import STATE_DIR
 from baton.context.tokens import estimate_text_tokens
-from baton.errors import ConfigError, MemoryInputError, UnknownMemoryError
+from baton.errors import ConfigError
 from baton.memory._text import check_tags, new_entry_id
+from baton.memory.errors import MemoryInputError, UnknownMemoryError
 from baton.memory.file import FileMemoryBackend
 from baton.memory.jsonl import JsonlMemoryBackend
 from baton.memory.models import (

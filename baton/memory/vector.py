@@ -17,9 +17,9 @@ from typing import Any
 
 import structlog
 
-from baton.errors import MissingExtraError
 from baton.memory._sqlite_db import MemoryDatabase, tag_filter
 from baton.memory._text import query_terms
+from baton.memory.errors import MissingExtraError
 from baton.memory.models import MemoryEntry, MemoryHit
 from baton.memory.protocol import Embedder
 

@@ -17,8 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from baton._regular_files import read_regular
-from baton.errors import ScriptFileError, validation_problems
+from baton.errors import validation_problems
 from baton.models._nesting import MAX_DEPTH, json_too_deep, too_deep_at
+from baton.models.errors import ScriptFileError
 
 MAX_SCRIPT_BYTES = 64 * 1024 * 1024
 """A script larger than this is refused before it is read (a 20-turn script is a few KB)."""

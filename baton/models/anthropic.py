@@ -41,15 +41,11 @@ import structlog
 from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic, DefaultAsyncHttpxClient
 from anthropic.types import Message
 
+from baton.context.errors import InvalidRequestError
 from baton.context.payload import Payload
 from baton.context.usage import Usage
-from baton.errors import (
-    BatonError,
-    ConfigError,
-    ContextOverflowError,
-    InvalidRequestError,
-    ModelCallFailure,
-)
+from baton.errors import BatonError, ConfigError
+from baton.models.errors import ContextOverflowError, ModelCallFailure
 from baton.models.protocol import ModelLimits, ModelResponse, current_call
 from baton.models.rules import ModelRules, current_models, request_problems, rules_for
 from baton.models.throttle import ModelThrottle

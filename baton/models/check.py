@@ -18,7 +18,8 @@ from typing import Protocol
 import structlog
 
 from baton.context.strategy import Effort, Thinking
-from baton.errors import ConfigError, RetiredModelError
+from baton.errors import ConfigError
+from baton.models.errors import RetiredModelError
 from baton.models.protocol import Model, ModelLimits
 from baton.models.rules import (
     CURRENT_MODELS,

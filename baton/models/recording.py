@@ -29,8 +29,9 @@ from baton._regular_files import read_regular
 from baton._write_rules import SCENARIOS_DIR
 from baton.context.payload import Payload
 from baton.context.tokens import estimate_payload_tokens
-from baton.errors import RecordingDivergedError, RecordingFileError, validation_problems
+from baton.errors import validation_problems
 from baton.models._nesting import MAX_DEPTH, json_too_deep
+from baton.models.errors import RecordingDivergedError, RecordingFileError
 from baton.models.protocol import (
     CallContext,
     Model,

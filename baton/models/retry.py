@@ -27,7 +27,7 @@ from typing import TypeVar
 import anyio
 import structlog
 
-from baton.errors import ModelCallFailure
+from baton.models.errors import ModelCallFailure
 from baton.runtime.backoff import Backoff
 
 log = structlog.get_logger(__name__)

@@ -39,19 +39,15 @@ from typing import Annotated, Any, Literal, Self, TypeAlias
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from baton.context.errors import InvalidRequestError
 from baton.context.payload import Payload
 from baton.context.prompt_cache import DEFAULT_MIN_CACHE_TOKENS, PrefixCache
 from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens
 from baton.context.usage import Usage
 from baton.context.validation import validate_request
-from baton.errors import (
-    ContextOverflowError,
-    InvalidRequestError,
-    ScriptExhaustedError,
-    ScriptFileError,
-)
 from baton.models._offline_summaries import compaction_summary, task_summary
 from baton.models._script_file import invalid_script, read_script_data
+from baton.models.errors import ContextOverflowError, ScriptExhaustedError, ScriptFileError
 from baton.models.protocol import CallContext, ModelLimits, ModelResponse, current_call
 
 OFFLINE_MODEL_NAME = "offline-scripted"

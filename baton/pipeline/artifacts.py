@@ -30,12 +30,8 @@ from pydantic import BaseModel, ValidationError
 from baton._regular_files import read_at
 from baton.agents._artifact_io import TEMP_SUFFIX, write_at, write_atomic
 from baton.agents._dir_walk import Walk, inside, walk
-from baton.errors import (
-    InvalidArtifactError,
-    SandboxViolationError,
-    UsageError,
-    validation_problems,
-)
+from baton.agents.errors import InvalidArtifactError, SandboxViolationError
+from baton.errors import UsageError, validation_problems
 from baton.pipeline._artifact_models import (
     AttributionAnalysis,
     CheckerResult,

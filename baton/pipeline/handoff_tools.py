@@ -24,9 +24,9 @@ import structlog
 from pydantic import Field, create_model
 
 from baton.agents.agent_setup import Deliver, RegisterPaths
+from baton.agents.errors import SandboxViolationError
 from baton.agents.tools._sandbox import Sandbox
 from baton.agents.tools.protocol import ToolOutcome
-from baton.errors import SandboxViolationError
 from baton.pipeline.packages import (
     ContextPackage,
     ExecuteToInitContext,

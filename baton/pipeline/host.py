@@ -26,13 +26,14 @@ from baton.agents.agent_config import AgentConfig
 from baton.agents.agent_setup import AgentSetup
 from baton.agents.journal import FileJournalStore, JournalStore
 from baton.context.strategy import ContextBudget
-from baton.errors import NoScenarioModelError, RecordingNeedsKeyError, UsageError
+from baton.errors import UsageError
 from baton.memory import MemoryStore
 from baton.models.check import AgentModel, check_agent_models
 from baton.models.protocol import Model
 from baton.models.recording import RecordingModel
 from baton.models.retry import ModelRetry
 from baton.pipeline.config import BatonConfig
+from baton.pipeline.errors import NoScenarioModelError, RecordingNeedsKeyError
 from baton.pipeline.memory_config import pipeline_memory
 from baton.pipeline.offline_model import OfflineModel
 from baton.pipeline.roles import EXECUTE, INIT, ExecuteActor, InitActor, agent_setup

@@ -19,7 +19,8 @@ import anyio
 import structlog
 
 from baton.context.payload import Payload
-from baton.errors import ScriptExhaustedError, UsageError
+from baton.errors import UsageError
+from baton.models.errors import ScriptExhaustedError
 from baton.models.protocol import CallContext, Model, ModelLimits, ModelResponse, current_call
 from baton.models.recording import Recording, ReplayedCall, ReplayModel, recording_path
 from baton.models.scripted import (

@@ -22,7 +22,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from baton.errors import InvalidPackageError, PackageVersionError, validation_problems
+from baton.errors import validation_problems
+from baton.pipeline.errors import InvalidPackageError, PackageVersionError
 
 PACKAGE_VERSION: Final = "2.0"
 _SUPPORTED_MAJOR: Final = 2

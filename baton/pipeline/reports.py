@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from baton.agents.agent_setup import Handoff, RoundOf
+from baton.agents.errors import SpendCapReachedFailure
 from baton.context.ledger import KeyFact
-from baton.errors import BatonError, SpendCapReachedFailure
+from baton.errors import BatonError
 from baton.pipeline.ledger_facts import package_facts
 from baton.pipeline.messages import (
     HandoffDelivered,

@@ -20,14 +20,10 @@ from baton.agents.budget_overrides import override_problems
 from baton.agents.messages import scenario_conversation
 from baton.agents.prompt_files import check_scenario_prompts
 from baton.context.strategy import ContextBudget
-from baton.errors import (
-    ConfigError,
-    DamagedScenarioError,
-    NoScenarioFileError,
-    validation_problems,
-)
+from baton.errors import ConfigError, validation_problems
 from baton.models.price_config import ScenarioLimits
 from baton.pipeline.artifacts import write_atomic
+from baton.pipeline.errors import DamagedScenarioError, NoScenarioFileError
 from baton.pipeline.messages import Dispatch
 from baton.pipeline.packages import HandoffPackage
 from baton.pipeline.scenario_names import ScenarioName, check_scenario_name

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from baton.errors import DamagedScenarioError
+from baton.pipeline.errors import DamagedScenarioError
 
 
 class DamagedScenario(BaseModel):

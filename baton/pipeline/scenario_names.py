@@ -15,7 +15,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, WithJsonSchema
 
-from baton.errors import InvalidScenarioNameError
+from baton.pipeline.errors import InvalidScenarioNameError
 
 SCENARIO_NAME_MAX = 120
 """At most this many characters: leaves room for `@<run>` within a journal name's 128."""

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from baton.agents.prompt_files import PROMPTS_DIR
-from baton.errors import CommandLineError, InvalidScenarioNameError, ScenarioExistsError
 from baton.pipeline.defaults import DEFAULT_BUDGETS
+from baton.pipeline.errors import CommandLineError, InvalidScenarioNameError, ScenarioExistsError
 from baton.pipeline.roles import EXECUTE, INIT, shipped_prompt
 from baton.pipeline.scenario import (
     SCENARIO_FILE,

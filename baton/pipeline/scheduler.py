@@ -19,8 +19,10 @@ import structlog
 
 from baton.agents.agent_loop import AgentLoop
 from baton.agents.agent_setup import AgentSetup
+from baton.agents.errors import SpendCapReachedFailure
 from baton.context.strategy import ContextBudget
-from baton.errors import RecordingDivergedError, SpendCapReachedFailure, UsageError
+from baton.errors import UsageError
+from baton.models.errors import RecordingDivergedError
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.artifacts import ArtifactStore
 from baton.pipeline.defaults import role_budget

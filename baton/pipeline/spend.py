@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from baton.agents.errors import SpendCapReachedFailure
 from baton.agents.messages import scenario_of
 from baton.context.usage import Usage
-from baton.errors import ConfigError, SpendCapReachedFailure
+from baton.errors import ConfigError
 from baton.models.pricing import PRICES, ModelPrice, cost_usd
 from baton.pipeline.scenario import ScenarioConfig, ScenarioRecord, ScenarioStore
 from baton.runtime.log_files import rotated_files

@@ -5,15 +5,14 @@ process's error looks like to the one that asked."""
 
 from __future__ import annotations
 
-from baton.errors import (
+from baton.memory.errors import MemoryInputError, UnknownMemoryError
+from baton.pipeline.errors import (
     DamagedScenarioError,
     InvalidScenarioNameError,
-    MemoryInputError,
     NoPendingHandoffError,
     NoScenarioModelError,
     NoSchedulerError,
     SchedulerReplyFailure,
-    UnknownMemoryError,
     UnknownScenarioError,
 )
 from baton.runtime._error_wire import register_status

@@ -11,7 +11,7 @@ import structlog
 from baton.agents.agent_config import TokenSink
 from baton.agents.agent_loop import AgentLoop
 from baton.context.tokens import estimate_json_tokens
-from baton.errors import ModelCallFailure
+from baton.models.errors import ModelCallFailure
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.messages import Dispatch
 from baton.pipeline.packages import HandoffPackage

@@ -11,22 +11,14 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from baton.errors import (
-    ActorDeadError,
-    BatonError,
-    DiskFullFailure,
-    HandlerFailedError,
-    MailboxClosedError,
-    UnhandledMessageError,
-    UsageError,
-    out_of_space,
-    unretriable,
-)
+from baton.errors import BatonError, DiskFullFailure, UsageError, out_of_space, unretriable
 from baton.mailboxes.envelope import Delivery, Envelope
+from baton.mailboxes.errors import MailboxClosedError
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.runtime._keyed import InstanceGate, KeyedDispatcher
 from baton.runtime.actor import Actor, BoundHandler
 from baton.runtime.disk_writes import DISK_FULL_RETRY
+from baton.runtime.errors import ActorDeadError, HandlerFailedError, UnhandledMessageError
 from baton.runtime.logging import MessageScope, enter_scope
 from baton.runtime.ref import ActorRef
 from baton.runtime.supervision import RestartTracker, SupervisorPolicy

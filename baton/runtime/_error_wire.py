@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from baton import errors
 from baton.errors import (
-    ActorDeadError,
-    ActorExistsError,
-    AskTimeoutError,
     BatonError,
     DiskFullFailure,
     FileTooLargeFailure,
-    HandlerFailedError,
-    InvalidMessageError,
-    MailboxFullError,
-    RemoteFailure,
     RuntimeFailure,
-    UnhandledMessageError,
-    UnknownActorError,
     UsageError,
 )
+from baton.mailboxes.errors import InvalidMessageError, MailboxFullError
 from baton.runtime._error_body import error_fields, unexpected_body
+from baton.runtime.errors import (
+    ActorDeadError,
+    ActorExistsError,
+    AskTimeoutError,
+    HandlerFailedError,
+    RemoteFailure,
+    UnhandledMessageError,
+    UnknownActorError,
+)
 
 
 class _Body(BaseModel):
@@ -108,15 +110,16 @@ def error_body(error: BatonError) -> ErrorBody:
     )
 
 
+@cache
 def _known_errors() -> dict[str, type[BatonError]]:
+    # Every name `baton.errors` re-exports, each layer's module imported on first use: the
+    # error another process raised may be one this process never imported itself.
     known: dict[str, type[BatonError]] = {}
-    for value in vars(errors).values():
+    for name in errors.__all__:
+        value = getattr(errors, name)
         if isinstance(value, type) and issubclass(value, BatonError):
             known[value.__name__] = value
     return known
-
-
-_KNOWN = _known_errors()
 
 
 def rebuild_error(status: int, body: Any) -> BatonError:
@@ -125,7 +128,7 @@ def rebuild_error(status: int, body: Any) -> BatonError:
     if detail is None:
         kind: type[BatonError] = UsageError if status < 500 else RuntimeFailure
         return kind(unexpected_body(status, body))
-    klass = _KNOWN.get(detail.type) or (UsageError if status < 500 else RemoteFailure)
+    klass = _known_errors().get(detail.type) or (UsageError if status < 500 else RemoteFailure)
     # Built without __init__: the server's message already says what to do, and most
     # constructors would rebuild it from arguments the body carries only as details.
     error = klass.__new__(klass)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from baton.errors import MailboxClosedError
+from baton.mailboxes.errors import MailboxClosedError
 from baton.runtime.logging import MessageScope, enter_scope
 
 if TYPE_CHECKING:

@@ -34,14 +34,16 @@ from pydantic import TypeAdapter
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from baton.errors import BatonError, InvalidMessageError, RuntimeFailure, UnknownActorError
+from baton.errors import BatonError, RuntimeFailure
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Envelope, new_id
+from baton.mailboxes.errors import InvalidMessageError
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.mailboxes.redis import RedisMailbox
 from baton.runtime._cell import PendingAsk
 from baton.runtime._error_wire import error_body, rebuild_error, status_for
 from baton.runtime.actor import Actor
+from baton.runtime.errors import UnknownActorError
 from baton.runtime.settings import RedisConfig
 
 log = structlog.get_logger(__name__)

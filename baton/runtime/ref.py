@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from baton.errors import MailboxBlockedError
+from baton.mailboxes.errors import MailboxBlockedError
 
 
 class Router(Protocol):

@@ -15,19 +15,10 @@ import structlog
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
-from baton.errors import (
-    ActorDeadError,
-    ActorExistsError,
-    AskTimeoutError,
-    ConfigError,
-    InvalidMessageError,
-    MailboxBlockedError,
-    MailboxClosedError,
-    UnknownActorError,
-    UsageError,
-)
+from baton.errors import ConfigError, UsageError
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Envelope, new_id, told
+from baton.mailboxes.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes.memory import MemoryMailbox
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.mailboxes.sqlite import DATABASE, SqliteMailbox, SqliteStore
@@ -36,6 +27,12 @@ from baton.runtime.actor import Actor
 from baton.runtime.context_status import ContextProviders
 from baton.runtime.dead_letters import DeadLetterLog
 from baton.runtime.disk_writes import DISK_FULL_RETRY
+from baton.runtime.errors import (
+    ActorDeadError,
+    ActorExistsError,
+    AskTimeoutError,
+    UnknownActorError,
+)
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT, ActorRef
 from baton.runtime.settings import KernelConfig, is_redis_url, load_settings, redact_url
 from baton.runtime.supervision import SupervisorPolicy

@@ -23,8 +23,8 @@ from fastapi import FastAPI, Path, Query
 from pydantic import StringConstraints
 from starlette.convertors import Convertor, register_url_convertor
 
-from baton.errors import UnknownMemoryError
 from baton.memory import MemoryEntry, MemoryStore, open_memory
+from baton.memory.errors import UnknownMemoryError
 from baton.pipeline.config import BatonConfig
 from baton.runtime.runtime import Runtime
 from baton.server._error_docs import error_responses

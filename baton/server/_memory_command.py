@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from baton.errors import NoRuntimeError, UnknownMemoryError
+from baton.memory.errors import UnknownMemoryError
 from baton.server._memory_models import (
     DEFAULT_SEARCH_LIMIT,
     MAX_QUERY_CHARS,
@@ -28,6 +28,7 @@ from baton.server._memory_models import (
     render_search,
 )
 from baton.server.client import Client
+from baton.server.errors import NoRuntimeError
 
 if TYPE_CHECKING:
     from baton.memory import MemoryEntry, MemoryStore

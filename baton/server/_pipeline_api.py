@@ -27,15 +27,12 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton.agents.messages import ResumeRound
-from baton.errors import (
-    BatonError,
-    ControlRequestError,
+from baton.errors import BatonError, validation_problems
+from baton.pipeline.errors import (
     NoPendingHandoffError,
     NoSchedulerError,
     SchedulerReplyFailure,
-    UnhandledMessageError,
     UnknownScenarioError,
-    validation_problems,
 )
 from baton.pipeline.messages import (
     Approve,
@@ -52,8 +49,10 @@ from baton.pipeline.messages import (
 from baton.pipeline.scenario_damage import DamagedQuery, DamagedScenario
 from baton.pipeline.scenario_names import SCENARIO_NAME_PATTERN, SCENARIO_NAME_RULE
 from baton.pipeline.scenario_state import SCHEDULER, ScenarioRefused, ScenarioState
+from baton.runtime.errors import UnhandledMessageError
 from baton.runtime.runtime import Runtime
 from baton.server._error_docs import error_responses
+from baton.server.errors import ControlRequestError
 
 SCHEDULER_TIMEOUT = 30.0
 STATUS_SCHEDULER_TIMEOUT = 5.0

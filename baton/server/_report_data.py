@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from baton.agents.messages import RUN_SEPARATOR, scenario_of
-from baton.errors import CommandLineError, UsageError
+from baton.errors import UsageError
 from baton.models.call_tally import CallTally, token_count
 from baton.models.pricing import PRICES, ModelPrice
 from baton.pipeline.defaults import DEFAULT_AGENTS
+from baton.pipeline.errors import CommandLineError
 from baton.pipeline.scenario_state import SCHEDULER
 from baton.server._tail_filters import TailFilter, log_files
 

@@ -20,10 +20,10 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from baton.errors import ControlRequestError
 from baton.runtime._error_wire import ErrorBody, ErrorDetail
 from baton.server._control_models import utf8_safe
 from baton.server._json_shape import json_shape
+from baton.server.errors import ControlRequestError
 
 MAX_JSON_DEPTH = 100
 """Arrays and objects nested deeper than this are refused before they are parsed: parsing and

@@ -17,15 +17,10 @@ import structlog
 from anyio import CancelScope
 from anyio.abc import TaskStatus
 
-from baton.errors import (
-    BatonError,
-    CommandLineError,
-    DiskFullFailure,
-    NoSchedulerError,
-    ScenarioFailure,
-)
+from baton.errors import BatonError, DiskFullFailure
 from baton.models.telemetry import open_telemetry
 from baton.pipeline.config import BatonConfig, load_config
+from baton.pipeline.errors import CommandLineError, NoSchedulerError
 from baton.pipeline.host import AGENTS, Pipeline, open_pipeline
 from baton.pipeline.messages import ScenarioQuery, StartScenario
 from baton.pipeline.model_source import model_source_line
@@ -39,6 +34,7 @@ from baton.server._live import RunView
 from baton.server._render import render_scenario
 from baton.server._workspace_claim import claim_workspace
 from baton.server.control_server import ControlServer
+from baton.server.errors import ScenarioFailure
 
 log = structlog.get_logger(__name__)
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from baton.agents.messages import RUN_SEPARATOR, scenario_of
-from baton.errors import BatonError, CommandLineError
+from baton.errors import BatonError
+from baton.pipeline.errors import CommandLineError
 from baton.pipeline.records import MemoryRecalled  # noqa: F401 - every layer's records registered
 from baton.runtime.log_files import rotated_files
 from baton.runtime.settings import read_config

@@ -16,8 +16,9 @@ from typing import TextIO
 import anyio
 import structlog
 
-from baton.errors import CommandLineError, UsageError
+from baton.errors import UsageError
 from baton.models.telemetry import open_telemetry
+from baton.pipeline.errors import CommandLineError
 from baton.pipeline.host import check_roles, open_pipeline
 from baton.pipeline.scenario_state import SCHEDULER
 from baton.runtime.runtime import Runtime

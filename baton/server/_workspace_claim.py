@@ -21,8 +21,9 @@ import anyio
 import structlog
 
 from baton._private import private_dir, private_opener
-from baton.errors import StateFileError, UsageError, WorkspaceBusyError
+from baton.errors import StateFileError, UsageError
 from baton.server._workspace_files import CONTROL_SOCKET, PID_FILE, read_pid
+from baton.server.errors import WorkspaceBusyError
 
 log = structlog.get_logger(__name__)
 

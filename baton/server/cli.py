@@ -607,7 +607,8 @@ async def _quietly(handler: Command, args: argparse.Namespace, logs: CommandLogg
 def _dispatch(handler: Command, args: argparse.Namespace, logs: CommandLogging) -> int:
     import anyio  # noqa: PLC0415
 
-    from baton.errors import BatonError, CommandLineError  # noqa: PLC0415
+    from baton.errors import BatonError  # noqa: PLC0415
+    from baton.pipeline.errors import CommandLineError  # noqa: PLC0415
 
     try:
         anyio.run(_quietly, handler, args, logs, backend="asyncio")

@@ -25,13 +25,8 @@ import anyio
 import httpx2
 from pydantic import BaseModel
 
-from baton.errors import (
-    BatonError,
-    InvalidMessageError,
-    NoRuntimeError,
-    RuntimeFailure,
-    UsageError,
-)
+from baton.errors import BatonError, RuntimeFailure, UsageError
+from baton.mailboxes.errors import InvalidMessageError
 from baton.memory import MemoryEntry
 from baton.runtime._error_wire import rebuild_error
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
@@ -51,6 +46,7 @@ from baton.server._dead_letter_models import DEFAULT_LIMIT as DEFAULT_DEAD_LETTE
 from baton.server._dead_letter_models import DeadLetterList
 from baton.server._memory_models import DEFAULT_SEARCH_LIMIT, MemoryListing, MemorySearch
 from baton.server._workspace_files import CONTROL_SOCKET, PID_FILE, read_pid
+from baton.server.errors import NoRuntimeError
 
 if TYPE_CHECKING:
     from baton.pipeline.scenario_state import ScenarioState

@@ -52,12 +52,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import baton.pipeline.statuses  # noqa: F401 - the pipeline's errors' statuses, registered
-from baton.errors import (
-    BatonError,
-    InvalidPayloadError,
-    MailboxStillFullError,
-    validation_problems,
-)
+from baton.errors import BatonError, validation_problems
 from baton.runtime._error_wire import ErrorDetail, error_body, status_for
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
 from baton.runtime.runtime import Runtime
@@ -80,6 +75,7 @@ from baton.server._request_limits import RequestGuard, error_response, request_e
 from baton.server._status_models import ActorReport, StatusReport
 from baton.server._tail import record_matches
 from baton.server._token_stream import NDJSON, FollowResponse, file_lines
+from baton.server.errors import InvalidPayloadError, MailboxStillFullError
 
 log = structlog.get_logger(__name__)
 

@@ -17,13 +17,14 @@ from baton import Runtime
 from baton.agents._compaction_report import CompactionReports
 from baton.agents.agent_config import AgentConfig
 from baton.agents.compaction import CompactionHost, Compactor
+from baton.agents.errors import CompactionIneffectiveError
 from baton.agents.journal import FileJournalStore
 from baton.agents.last_compaction import compaction_lines, last_compactions
 from baton.agents.messages import Prompt
 from baton.context.conversation import Conversation
 from baton.context.records import Compaction
 from baton.context.strategy import ContextBudget
-from baton.errors import CompactionIneffectiveError, ConfigError
+from baton.errors import ConfigError
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.config import parse_config

@@ -11,9 +11,10 @@ from structlog.testing import capture_logs
 from baton import Runtime
 from baton.agents.agent import AgentActor
 from baton.agents.agent_setup import AgentSetup
+from baton.agents.errors import JournalCorruptError
 from baton.agents.journal import FileJournalStore, MemoryJournalStore, decode_line, encode_line
 from baton.agents.messages import Prompt
-from baton.errors import JournalCorruptError, UsageError
+from baton.errors import UsageError
 from baton.models.scripted import ScriptedModel
 from tests.agents.test_agent import config, scripted
 

@@ -16,8 +16,8 @@ from structlog.testing import capture_logs
 
 from baton import Runtime, handler
 from baton.agents.journal import FileJournalStore
-from baton.errors import ModelCallFailure
 from baton.models.anthropic import AnthropicModel
+from baton.models.errors import ModelCallFailure
 from baton.models.retry import ModelRetry, unavailable_reason
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.host import open_pipeline

@@ -14,9 +14,10 @@ from redis.asyncio import Redis
 from structlog.testing import capture_logs
 
 from baton.agents._agent_state import ConversationBook, load_state
+from baton.agents.errors import JournalCorruptError, LeaseLostError
 from baton.agents.redis_journal import RedisJournalStore
 from baton.context.strategy import ContextBudget
-from baton.errors import JournalCorruptError, LeaseLostError, UsageError
+from baton.errors import UsageError
 from tests.agents.test_agent import config
 
 JOURNAL = "baton:journal:init:c1"

@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from baton.context.conversation import Conversation
+from baton.context.errors import SummaryFailure
 from baton.context.fallback import _ids, extract, fallback_summary
 from baton.context.summary_format import SUMMARY_TAG, extract_json_object, summary_json
-from baton.errors import SummaryFailure
 from baton.pipeline.summaries import ExecuteSummary, InitSummary
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from baton.errors import InvalidPackageError, PackageVersionError
+from baton.pipeline.errors import InvalidPackageError, PackageVersionError
 from baton.pipeline.packages import (
     ContextPackage,
     ExecuteToInitContext,

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from baton.context.errors import SummaryFailure
 from baton.context.summary_format import (
     COMPACT_PROMPT,
     GenericSummary,
@@ -15,7 +16,6 @@ from baton.context.summary_format import (
     render_summary,
     summary_json,
 )
-from baton.errors import SummaryFailure
 from baton.pipeline.summaries import (
     SUMMARY_SCHEMAS,
     ExecuteSummary,

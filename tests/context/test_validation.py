@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from baton.context.errors import InvalidRequestError
 from baton.context.validation import check_request, validate_request
-from baton.errors import InvalidRequestError
 
 
 def _use(tool_id: str) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from baton.errors import InvalidMessageError
 from baton.mailboxes import Envelope
 from baton.mailboxes.codec import EnvelopeCodec
+from baton.mailboxes.errors import InvalidMessageError
 
 
 class Ping(BaseModel):

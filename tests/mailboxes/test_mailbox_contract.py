@@ -12,13 +12,13 @@ from anyio.lowlevel import checkpoint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from baton.errors import (
+from baton.mailboxes import Delivery, Envelope, Mailbox, new_id
+from baton.mailboxes.errors import (
     InvalidMessageError,
     MailboxBlockedError,
     MailboxClosedError,
     MailboxFullError,
 )
-from baton.mailboxes import Delivery, Envelope, Mailbox, new_id
 from tests.mailboxes.backends import Backend, Item, ping
 from tests.mailboxes.sinks import Sink
 

@@ -16,9 +16,9 @@ from pydantic import BaseModel
 from redis.asyncio import Redis
 from structlog.testing import capture_logs
 
-from baton.errors import MailboxClosedError
 from baton.mailboxes import Delivery, Envelope
 from baton.mailboxes.codec import EnvelopeCodec
+from baton.mailboxes.errors import MailboxClosedError
 from baton.mailboxes.redis import RedisMailbox
 from tests.mailboxes.sinks import Sink
 from tests.redis_server import running_redis

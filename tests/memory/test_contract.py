@@ -6,8 +6,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from baton.errors import UnknownMemoryError
 from baton.memory import MemoryEntry, MemorySource, MemoryStore
+from baton.memory.errors import UnknownMemoryError
 from tests.memory.conftest import OpenBackend, StepClock
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from baton.errors import MemoryFileError
 from baton.memory import MemorySettings, open_memory
+from baton.memory.errors import MemoryFileError
 
 SETTINGS = MemorySettings(backend="file")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from baton.errors import MemoryFileError
 from baton.memory import MemorySettings, MemoryStore, open_memory
+from baton.memory.errors import MemoryFileError
 
 SETTINGS = MemorySettings(backend="jsonl")
 

@@ -11,8 +11,8 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
-from baton.errors import MemoryFileError
 from baton.memory import MemoryStore, open_memory
+from baton.memory.errors import MemoryFileError
 from baton.memory.sqlite import SqliteMemoryBackend
 
 WRITER = """

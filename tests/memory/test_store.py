@@ -10,8 +10,9 @@ import pydantic
 import pytest
 
 from baton.context.tokens import estimate_text_tokens
-from baton.errors import ConfigError, MemoryInputError
+from baton.errors import ConfigError
 from baton.memory import MemorySettings, MemoryStore, open_memory
+from baton.memory.errors import MemoryInputError
 from baton.memory.sqlite import SqliteMemoryBackend
 from tests.memory.conftest import StepClock
 

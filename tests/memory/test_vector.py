@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from baton.errors import MissingExtraError
 from baton.memory import MemorySettings, open_memory
+from baton.memory.errors import MissingExtraError
 from tests.memory.toy_embedder import TrigramEmbedder
 
 VECTOR = MemorySettings(backend="vector")

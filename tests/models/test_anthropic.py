@@ -16,15 +16,12 @@ from anthropic import AsyncAnthropic
 from anyio import wait_all_tasks_blocked
 from structlog.testing import capture_logs
 
+from baton.context.errors import InvalidRequestError
 from baton.context.payload import Payload, ToolSpec
 from baton.context.tokens import estimate_payload_tokens
-from baton.errors import (
-    ConfigError,
-    ContextOverflowError,
-    InvalidRequestError,
-    ModelCallFailure,
-)
+from baton.errors import ConfigError
 from baton.models.anthropic import SDK_NONSTREAMING_MAX_TOKENS, AnthropicModel, Backoff
+from baton.models.errors import ContextOverflowError, ModelCallFailure
 from baton.models.protocol import CallContext, ModelResponse, bind_call
 from baton.testing import MessagesAPIStandIn
 

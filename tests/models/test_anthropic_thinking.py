@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from baton.context.errors import InvalidRequestError
 from baton.context.payload import Message, Payload, ToolSpec
-from baton.errors import InvalidRequestError
 from baton.models.protocol import ModelResponse
 from baton.testing import MessagesAPIStandIn
 

@@ -11,8 +11,9 @@ import pytest
 from structlog.testing import capture_logs
 
 from baton.agents.agent_config import AgentConfig
-from baton.errors import ConfigError, RetiredModelError
+from baton.errors import ConfigError
 from baton.models.check import AgentModel, check_agent_models
+from baton.models.errors import RetiredModelError
 from baton.models.scripted import ScriptedModel
 from baton.pipeline.config import parse_config
 from baton.testing import DEFAULT_MODELS, MessagesAPIStandIn

@@ -18,12 +18,7 @@ from baton import Runtime
 from baton._write_rules import never_written
 from baton.context.payload import Payload
 from baton.context.usage import Usage
-from baton.errors import (
-    NoScenarioModelError,
-    RecordingDivergedError,
-    RecordingFileError,
-    RecordingNeedsKeyError,
-)
+from baton.models.errors import RecordingDivergedError, RecordingFileError
 from baton.models.protocol import CallContext, ModelLimits, ModelResponse, bind_call
 from baton.models.recording import (
     RECORDING_FILE,
@@ -37,6 +32,7 @@ from baton.models.recording import (
     recording_key,
     recording_path,
 )
+from baton.pipeline.errors import NoScenarioModelError, RecordingNeedsKeyError
 from baton.pipeline.host import open_pipeline
 from baton.pipeline.messages import StartScenario
 from baton.pipeline.model_source import model_source_line

@@ -9,17 +9,13 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from baton.context.errors import InvalidRequestError
 from baton.context.payload import Payload, ToolSpec
 from baton.context.prompt_cache import iter_segments
 from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens
 from baton.context.validation import validate_request
-from baton.errors import (
-    ConfigError,
-    ContextOverflowError,
-    InvalidRequestError,
-    ScriptExhaustedError,
-    ScriptFileError,
-)
+from baton.errors import ConfigError
+from baton.models.errors import ContextOverflowError, ScriptExhaustedError, ScriptFileError
 from baton.models.protocol import CallContext, Model, ModelResponse, TokenCounter, bind_call
 from baton.models.scripted import (
     OFFLINE_MODEL_NAME,

@@ -13,7 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from baton.agents._artifact_io import remove_write_leftovers
-from baton.errors import InvalidArtifactError, SandboxViolationError, UsageError
+from baton.agents.errors import InvalidArtifactError, SandboxViolationError
+from baton.errors import UsageError
 from baton.pipeline.artifacts import (
     ITERATION_SUBDIRS,
     ArtifactStore,

@@ -16,9 +16,10 @@ from pydantic import ValidationError
 from baton import Runtime
 from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore
-from baton.errors import ConfigError, InvalidScenarioNameError
+from baton.errors import ConfigError
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.defaults import role_budget
+from baton.pipeline.errors import InvalidScenarioNameError
 from baton.pipeline.host import open_pipeline
 from baton.pipeline.messages import Dispatch, ScenarioQuery, StartScenario
 from baton.pipeline.offline_model import OfflineModel

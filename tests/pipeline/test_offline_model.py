@@ -16,7 +16,8 @@ import pytest
 
 from baton import Runtime
 from baton.context.payload import Payload
-from baton.errors import BatonError, RecordingFileError, ScriptExhaustedError, ScriptFileError
+from baton.errors import BatonError
+from baton.models.errors import RecordingFileError, ScriptExhaustedError, ScriptFileError
 from baton.models.protocol import CallContext, bind_call
 from baton.models.recording import RECORDING_FILE
 from baton.pipeline.host import open_pipeline

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from baton import Runtime
-from baton.errors import InvalidScenarioNameError, ScenarioExistsError
 from baton.pipeline.defaults import DEFAULT_BUDGETS
+from baton.pipeline.errors import InvalidScenarioNameError, ScenarioExistsError
 from baton.pipeline.host import open_pipeline
 from baton.pipeline.messages import ScenarioQuery, StartScenario
 from baton.pipeline.roles import shipped_prompt

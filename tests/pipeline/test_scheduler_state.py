@@ -12,8 +12,9 @@ from structlog.testing import capture_logs
 
 from baton import Actor, Runtime, handler
 from baton.agents.journal import FileJournalStore
-from baton.errors import DamagedScenarioError, StateFileError
+from baton.errors import StateFileError
 from baton.models.scripted import Script, ScriptedModel
+from baton.pipeline.errors import DamagedScenarioError
 from baton.pipeline.host import open_pipeline
 from baton.pipeline.messages import (
     Approve,

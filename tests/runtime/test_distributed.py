@@ -19,16 +19,12 @@ from baton import Actor, Runtime, handler
 from baton.agents.journal import MemoryJournalStore
 from baton.agents.messages import Prompt
 from baton.agents.redis_journal import RedisJournalStore
-from baton.errors import (
-    ConfigError,
-    HandlerFailedError,
-    RuntimeFailure,
-    UnknownActorError,
-)
+from baton.errors import ConfigError, RuntimeFailure
 from baton.models.scripted import Script, ScriptedModel
 from baton.pipeline.config import parse_config
 from baton.pipeline.host import journal_for
 from baton.pipeline.roles import InitActor, agent_setup
+from baton.runtime.errors import HandlerFailedError, UnknownActorError
 from baton.runtime.ref import ActorRef
 from baton.runtime.token_log import TokenLog
 from baton.server import create_control_app

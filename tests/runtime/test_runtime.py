@@ -19,13 +19,9 @@ from baton import (
     UnknownActorError,
     handler,
 )
-from baton.errors import (
-    ActorExistsError,
-    ConfigError,
-    InvalidMessageError,
-    MailboxFullError,
-    UsageError,
-)
+from baton.errors import ConfigError, UsageError
+from baton.mailboxes.errors import InvalidMessageError, MailboxFullError
+from baton.runtime.errors import ActorExistsError
 
 
 class Hello(BaseModel):

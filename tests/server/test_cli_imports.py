@@ -6,6 +6,7 @@ client or Scheduler; `tell` and `ask` not even the async client, anyio or pydant
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -86,8 +87,17 @@ async def run_cli(workspace: Path, *argv: str) -> tuple[int, list[str]]:
     return found["code"], found["modules"]
 
 
+# A package's `__init__` (its names are imported on first use) and its `errors` module (the
+# client rebuilds any error the runtime answers with) cost next to nothing: never heavy.
+LIGHT_PARTS = re.compile(r"^baton\.(?!errors$)\w+(\.errors)?$")
+
+
 def heavy(modules: list[str], prefixes: tuple[str, ...]) -> list[str]:
-    return sorted(m for m in modules if any(m == p or m.startswith(f"{p}.") for p in prefixes))
+    return sorted(
+        m
+        for m in modules
+        if any(m == p or m.startswith(f"{p}.") for p in prefixes) and not LIGHT_PARTS.match(m)
+    )
 
 
 LIGHT = [

@@ -17,19 +17,14 @@ from control_actors import Boom, Failing, Greeter, Greeting, Hello, Stuck, Wait,
 
 import baton
 from baton import AskTimeoutError, HandlerFailedError, UnknownActorError
-from baton.errors import (
-    InvalidMessageError,
-    InvalidPayloadError,
-    NoRuntimeError,
-    NoSchedulerError,
-    RemoteFailure,
-    StateFileError,
-    UsageError,
-    WorkspaceBusyError,
-)
+from baton.errors import StateFileError, UsageError
+from baton.mailboxes.errors import InvalidMessageError
+from baton.pipeline.errors import NoSchedulerError
 from baton.runtime import Runtime
+from baton.runtime.errors import RemoteFailure
 from baton.server import ControlServer
 from baton.server._workspace_claim import claim_workspace
+from baton.server.errors import InvalidPayloadError, NoRuntimeError, WorkspaceBusyError
 
 
 @asynccontextmanager

@@ -16,8 +16,8 @@ import pytest
 import structlog
 from anyio.from_thread import start_blocking_portal
 
-from baton.errors import UnknownMemoryError
 from baton.memory import MemoryEntry, open_memory
+from baton.memory.errors import UnknownMemoryError
 from baton.pipeline.config import load_config
 from baton.runtime import Runtime
 from baton.server import ControlServer

@@ -15,8 +15,9 @@ import pytest
 
 from baton.agents.records import ContextCompacted, HandoffSent, ModelCall
 from baton.context.usage import Usage
-from baton.errors import CommandLineError, UsageError
+from baton.errors import UsageError
 from baton.models.pricing import ModelPrice, cost_usd
+from baton.pipeline.errors import CommandLineError
 from baton.server._report_data import build_report, load_report, select
 from baton.server._report_html import MARKER_COLUMN, PLOT, _Axis, downsample, render, thin, usd
 from baton.server.cli import main

@@ -3,7 +3,7 @@ budget (until when), and a scenario waiting for the model (retrying when)."""
 
 from __future__ import annotations
 
-from baton.errors import NoSchedulerError
+from baton.pipeline.errors import NoSchedulerError
 from baton.pipeline.scenario_state import ScenarioState
 from baton.server._render import render_status
 from baton.server._status_models import ActorReport, StatusReport

@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from baton import errors
-from baton.errors import CommandLineError
+from baton.pipeline.errors import CommandLineError
 from baton.server._control_requests import message_body
 from baton.server._wire import COMMAND_LINE_ERRORS, _json_bytes, _target
 

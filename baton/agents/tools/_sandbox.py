@@ -32,7 +32,8 @@ import anyio
 
 from baton._write_rules import SCENARIOS_DIR, never_written, write_path_problem
 from baton.agents._dir_walk import Walk, inside, walk
-from baton.errors import ConfigError, SandboxViolationError
+from baton.agents.errors import SandboxViolationError
+from baton.errors import ConfigError
 
 RESERVED = (".baton",)
 # A scenario name that is one plain folder name: `..` or `a/b` must not widen the write scope.

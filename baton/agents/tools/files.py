@@ -25,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from baton._regular_files import read_at
 from baton.agents._artifact_io import is_write_leftover, write_at
 from baton.agents._dir_walk import DIR_FLAGS
+from baton.agents.errors import InvalidArtifactError
 from baton.agents.tools._sandbox import Sandbox
 from baton.agents.tools.protocol import Tool, ToolOutcome
-from baton.errors import InvalidArtifactError
 
 DEFAULT_LIMIT: Final = 400
 HEAD_TAIL_LINES: Final = 40

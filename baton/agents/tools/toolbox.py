@@ -16,9 +16,10 @@ import anyio
 import structlog
 from pydantic import ValidationError
 
+from baton.agents.errors import UndeliveredFailure
 from baton.agents.tools.protocol import Tool, ToolOutcome, tool_spec
 from baton.context.payload import ToolResultBlock, ToolSpec, ToolUseBlock
-from baton.errors import BatonError, UndeliveredFailure, UsageError, validation_problems
+from baton.errors import BatonError, UsageError, validation_problems
 
 log = structlog.get_logger(__name__)
 

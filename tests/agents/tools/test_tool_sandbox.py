@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from baton.agents.errors import SandboxViolationError
 from baton.agents.tools import List, Read, Sandbox, Toolbox, ToolOutcome, Write, scenario_scope
 from baton.context.payload import ToolUseBlock
-from baton.errors import SandboxViolationError
 
 
 @pytest.fixture
