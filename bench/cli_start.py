@@ -24,24 +24,20 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import httpx2 as httpx
+from _baton_process import BATON, baton_run
 from report import synthetic_log
 
 from baton.runtime.log_files import TOKEN_LOG
 
 PYTHON = sys.executable
 WIRE_IMPORTS = "import argparse, json, pathlib, socket, http.client, urllib.parse"
-BATON = str(Path(sys.executable).parent / "baton")
 DEADLINE = 60.0  # seconds any one command, or the runtime's start, may take
 GREETER = '''"""A greeter for bench/cli_start.py: answers `Hello` with a `Greeting`."""
 
@@ -104,44 +100,6 @@ def together(argv: list[str], count: int) -> float:
     return time.perf_counter() - started
 
 
-@contextmanager
-def baton_run(workspace: Path) -> Iterator[None]:
-    """A `baton run` hosting the greeter in `workspace` (no API key), until the block ends."""
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    greeter = ["--actor", "greeter=bench_greeter:Greeter"]
-    process = subprocess.Popen(  # noqa: S603 - runs this venv's own `baton`
-        [BATON, "run", "--workspace", str(workspace), "--log-format", "json", *greeter],
-        cwd=workspace,  # where `--actor` imports bench_greeter from
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    socket = workspace / ".baton" / "control.sock"
-    try:
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            if process.poll() is not None:
-                raise SystemExit(f"baton run exited with {process.returncode} at start")
-            if socket.exists():
-                try:
-                    with httpx.Client(transport=httpx.HTTPTransport(uds=str(socket))) as c:
-                        if c.get("http://baton/health", timeout=2).status_code == 200:
-                            break
-                except httpx.TransportError:
-                    pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"baton run did not answer /health within {DEADLINE:.0f} s")
-            time.sleep(0.05)  # polling the process's start, with a deadline
-        yield
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=DEADLINE)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11, help="rounds; medians are printed")
@@ -160,7 +118,7 @@ def main() -> None:
             "python -c pass": [],
             "python -c 'import httpx2'": [],
         }
-        with baton_run(workspace):
+        with baton_run(workspace, "--actor", "greeter=bench_greeter:Greeter"):
             for argv in argvs.values():
                 timed(argv)  # a first run of each, unmeasured: the disk cache is warm after it
             for _ in range(args.runs):

@@ -16,10 +16,8 @@ most 50 ms at 8 MB. Each seed varies the bodies' filler characters and key names
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -30,9 +28,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2 as httpx
+from _baton_process import baton_run
 
 ROOT = Path(__file__).resolve().parent.parent
-BATON = Path(sys.executable).parent / "baton"
 ROUTES = ("/actors/scheduler/ask", "/actors/scheduler/tell", "/scenarios")
 HEADERS = {"content-type": "application/json"}
 AFTERMATH = 0.25  # seconds after each answer that still count as the body's window
@@ -138,42 +136,6 @@ class Prober:
 def longest(probes: list[tuple[float, float]], start: float, end: float) -> float:
     """The longest probe that overlapped the window [start, end] (0 when none did)."""
     return max((b - a for a, b in probes if a < end and b > start), default=0.0)
-
-
-@contextmanager
-def baton_run(workspace: Path) -> Iterator[Path]:
-    """A `baton run` in `workspace` (no API key: the offline model), until the block ends."""
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    process = subprocess.Popen(  # noqa: S603 - runs this venv's own `baton`
-        [str(BATON), "run", "--workspace", str(workspace), "--log-format", "json"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    socket = workspace / ".baton" / "control.sock"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise SystemExit(f"baton run exited with {process.returncode} at start")
-            if socket.exists():
-                try:
-                    with httpx.Client(transport=httpx.HTTPTransport(uds=str(socket))) as c:
-                        if c.get("http://baton/health", timeout=2).status_code == 200:
-                            break
-                except httpx.TransportError:
-                    pass
-            if time.monotonic() > deadline:
-                raise SystemExit("baton run did not answer /health within 60 s")
-            time.sleep(0.05)  # polling the process's start, with a deadline
-        yield socket
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def main() -> None:

@@ -69,3 +69,26 @@ def test_no_package_imports_against_the_dependency_direction(package: str) -> No
         if module.startswith(FORBIDDEN[package])
     )
     assert [] == offending
+
+
+ROLES = {"init", "execute", "scheduler"}
+
+
+@pytest.mark.parametrize("package", ["mailboxes", "runtime", "context", "memory"])
+def test_the_lower_floors_name_no_role(package: str) -> None:
+    """No string in the kernel, the mailboxes, the context engine or memory is one of the
+    pipeline's roles: budgets, summary schemas and statuses by role live with the pipeline."""
+    named = sorted(
+        f"{path.relative_to(BATON.parent)}:{node.lineno} names {node.value!r}"
+        for path in (BATON / package).rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value in ROLES
+    )
+    assert [] == named
+
+
+def test_the_context_engine_exports_what_a_strategy_author_needs() -> None:
+    """`baton.context` exports at most 30 names; the rest is importable from its modules."""
+    import baton.context  # noqa: PLC0415
+
+    assert len(baton.context.__all__) <= 30

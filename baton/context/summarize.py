@@ -107,8 +107,8 @@ class SummarizeStrategy(StrategyBase):
         if batch is None:
             return recent_start(len(entries), self.budget, self.stride)
         # Results waiting for their batch may hold at most a quarter of the threshold: a
-        # small budget strips sooner rather than compacting (docs/context.md, "Stripping in
-        # batches").
+        # small budget strips sooner rather than compacting (docs/context.md, "summarize":
+        # stripping in batches).
         batch = min(batch, max(1, self.budget.compact_threshold // BATCH_SHARE_OF_THRESHOLD))
         keep = self.budget.keep_recent_steps
         starts = self._starts

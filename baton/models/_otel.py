@@ -1,5 +1,5 @@
 """The OpenTelemetry side of `baton.models.telemetry`: GenAI spans and the token-usage metric
-(docs/telemetry.md, "What is exported").
+(docs/telemetry.md, "Spans" and "Metrics").
 
 Only imported when telemetry is on: it needs the `otel` extra. Every span is started with an
 explicit parent context (the round's), never the ambient one, so rounds running at once in

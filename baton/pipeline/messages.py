@@ -1,4 +1,4 @@
-"""Messages the built-in actors accept (docs/architecture.md, "actors/"); each is a pydantic
+"""Messages the built-in actors accept (docs/architecture.md, "pipeline/"); each is a pydantic
 model.
 
 `Prompt` and `Dispatch` go to agent actors; `StartScenario`, `Approve`, `Reject`,

@@ -163,7 +163,7 @@ class ActorCell:
                 self.state = ActorState.RUNNING
                 task_status.started()
                 if self._gate is not None:
-                    # Spawned with others that it may tell (docs/runtime.md, "Starting
+                    # Spawned with others that it may tell (docs/architecture.md, "Starting
                     # together"): no message is handled before they are all registered.
                     await self._gate.wait()
                 limit = self.instance.actor_max_concurrent_keys

@@ -282,7 +282,8 @@ class Runtime:
     async def starting_together(self) -> AsyncIterator[None]:
         """Actors spawned inside the block start (`on_start` runs) but handle no message
         until the block ends, so none of them tells another before that one is registered:
-        messages left from a previous run are redelivered at once (docs/runtime.md)."""
+        messages left from a previous run are redelivered at once (docs/architecture.md,
+        "Starting together")."""
         if self._gate is not None:
             raise UsageError("starting_together() blocks do not nest")
         gate = self._gate = anyio.Event()

@@ -14,7 +14,8 @@ from baton.context.usage import Usage
 
 
 def test_context_is_last_usage_plus_estimate_of_what_came_since() -> None:
-    """Seed 002: all four usage fields, plus the estimate of the tool results appended."""
+    """All four usage fields, plus the estimate of the tool results appended (docs/context.md,
+    "Token accounting")."""
     conversation = Conversation()
     conversation.start_round("go")
     usage = {

@@ -18,7 +18,8 @@ from baton.pipeline.summaries import InitSummary
 
 
 def test_a_step_renders_as_assistant_then_user_results_and_never_a_tool_role() -> None:
-    """The seeds' role "tool" becomes tool_result blocks heading the next user message."""
+    """A "tool" role's results become tool_result blocks heading the next user message
+    (docs/context.md, "Rounds and steps")."""
     conversation = Conversation()
     conversation.start_round("读取文件A")
     tool_step(conversation, tools=2, text="Reading.")

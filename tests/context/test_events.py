@@ -1,4 +1,5 @@
-"""Compaction events carry DESIGN §7's fields and fit the token log's schema."""
+"""Compaction events carry the token log's fields (docs/token-log.md, "Fields") and fit its
+schema."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Handoff packages: seed 001's examples parse exactly, versions are checked, paths are listed."""
+"""Handoff packages: the protocol's examples parse exactly, versions are checked, paths are
+listed."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from baton.pipeline.packages import (
     parse_package,
 )
 
-# Seed 001's two examples, verbatim.
+# The handoff protocol's two example packages, verbatim (docs/handoffs.md, "Packages").
 INIT_TO_EXECUTE = """
 {
   "version": "2.0",
@@ -91,7 +92,7 @@ def _sent_fields(package: ContextPackage, sent: dict[str, Any]) -> dict[str, Any
 
 
 def test_the_seed_init_to_execute_example_parses_exactly() -> None:
-    """Seed 001's Init → Execute example becomes an InitToExecuteContext holding every value."""
+    """The protocol's Init → Execute example becomes an InitToExecuteContext holding every value."""
     sent = json.loads(INIT_TO_EXECUTE)
     package = parse_package(INIT_TO_EXECUTE)
     assert isinstance(package, InitToExecuteContext)
@@ -101,7 +102,7 @@ def test_the_seed_init_to_execute_example_parses_exactly() -> None:
 
 
 def test_the_seed_execute_to_init_example_parses_exactly() -> None:
-    """Seed 001's Execute → Init example becomes an ExecuteToInitContext holding every value."""
+    """The protocol's Execute → Init example becomes an ExecuteToInitContext holding every value."""
     sent = json.loads(EXECUTE_TO_INIT)
     package = parse_package(sent)
     assert isinstance(package, ExecuteToInitContext)
@@ -109,7 +110,8 @@ def test_the_seed_execute_to_init_example_parses_exactly() -> None:
 
 
 def test_fields_and_optionality_are_the_seeds() -> None:
-    """The packages declare seed 001's fields, with the seed's required ones required."""
+    """The packages declare the protocol's fields, its required ones required (docs/handoffs.md,
+    "Packages")."""
     base = {"version", "handoff_type", "timestamp", "metadata"}
     assert base == set(ContextPackage.model_fields)
     assert base | {

@@ -37,7 +37,7 @@ def test_an_unknown_name_lists_the_known_ones() -> None:
 
 
 def test_the_default_is_summarize() -> None:
-    """Seed 000's strategy unless config says otherwise."""
+    """`summarize` unless config says otherwise (docs/context.md, "Strategies")."""
     assert isinstance(make_strategy(), SummarizeStrategy)
     assert {"summarize", "sliding_window", "extract_state"} == set(STRATEGIES)
 

@@ -1,4 +1,4 @@
-"""`summarize`: each rule of seed 000's tables and compaction steps."""
+"""`summarize`: each rule of docs/context.md, "summarize" and "Compaction"."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_recent_steps_starting_mid_round_carry_the_round_input() -> None:
 
 
 def test_should_compact_only_past_the_threshold() -> None:
-    """Seed 000: `total_tokens > COMPACT_TRIGGER_THRESHOLD`, strictly."""
+    """docs/context.md, "Compaction": `total_tokens > COMPACT_TRIGGER_THRESHOLD`, strictly."""
     conversation = Conversation()
     conversation.start_round("go")
     tool_step(conversation, tools=0, text="ok", usage={"input_tokens": 20_000})
@@ -127,7 +127,7 @@ def test_should_compact_only_past_the_threshold() -> None:
 
 
 async def test_compaction_asks_on_the_same_payload_plus_the_mock_prompt() -> None:
-    """Same system, tools and messages; seed 000's prompt appended; 4000 max tokens; no
+    """Same system, tools and messages; the compact prompt appended; 4000 max tokens; no
     temperature (API 2026-10-21 refuses sampling parameters)."""
     conversation = Conversation()
     conversation.start_round("go")
@@ -330,7 +330,8 @@ async def test_hanging_summarizer_times_out_on_the_clock(timeout: float) -> None
 
 
 async def test_summary_role_system_puts_the_summary_in_system() -> None:
-    """Seed 002's option: the summary is a system block; messages open with the round input."""
+    """`summary_role = "system"`: the summary is a system block; messages open with the round
+    input."""
     conversation = Conversation()
     conversation.start_round("the task")
     _long_round(conversation, 5)

@@ -1,4 +1,5 @@
-"""Summary schemas (seed 000), the compact prompt, and parsing a model's answer."""
+"""Summary schemas (docs/context.md, "Summary schemas"), the compact prompt, and parsing a
+model's answer."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ SEED_EXECUTE = {
 
 
 def test_seed_000_examples_validate_against_their_schemas() -> None:
-    """The seed's own Init and Execute summaries are valid instances of the schemas."""
+    """Example Init and Execute summaries are valid instances of the schemas."""
     init = InitSummary.model_validate(SEED_INIT)
     execute = ExecuteSummary.model_validate(SEED_EXECUTE)
     assert 15 == init.execute_feedback_summary.total_failure_samples
@@ -111,7 +112,7 @@ def test_extra_keys_are_kept() -> None:
     ],
 )
 def test_the_json_object_is_found_however_the_model_wraps_it(wrap: str) -> None:
-    """Bare, tagged (seed 000's example), fenced, or inside prose."""
+    """Bare, tagged (docs/context.md, "Compaction"), fenced, or inside prose."""
     text = wrap.replace("{}", json.dumps(SEED_EXECUTE, ensure_ascii=False))
     assert SEED_EXECUTE == extract_json_object(text)
 

@@ -1,4 +1,4 @@
-"""Head + tail truncation of long tool results (seed 000, step 5)."""
+"""Head + tail truncation of long tool results (docs/context.md, "Tool-result truncation")."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from baton.context.truncation import TruncationSpec, truncate_step, truncate_tex
 
 
 def test_the_cut_keeps_first_and_last_thousand_around_the_count() -> None:
-    """Seed 000's format: `prefix\\n\\n[... N chars omitted ...]\\n\\nsuffix`."""
+    """The documented format: `prefix\\n\\n[... N chars omitted ...]\\n\\nsuffix`."""
     text = "a" * 1000 + "b" * 4001 + "c" * 1000
     assert "a" * 1000 + "\n\n[... 4001 chars omitted ...]\n\n" + "c" * 1000 == truncate_text(text)
 

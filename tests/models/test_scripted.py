@@ -217,7 +217,7 @@ async def test_a_cached_prefix_expires_after_its_ttl() -> None:
 
 
 async def test_a_compaction_call_gets_a_schema_shaped_summary_from_the_payload() -> None:
-    """Without a scripted summary, compaction gets seed-000-shaped JSON built from the payload."""
+    """Without a scripted summary, compaction gets schema-shaped JSON built from the payload."""
     model = ScriptedModel({"actors": {"execute": ["never used"]}})
     payload: Payload = {
         "max_tokens": 4000,

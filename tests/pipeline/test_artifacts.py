@@ -1,4 +1,5 @@
-"""Artifacts: the seed's report validates, round trips hold, bad files fail, writes are atomic."""
+"""Artifacts: the protocol's example report validates, round trips hold, bad files fail,
+writes are atomic."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ from baton.pipeline.artifacts import (
     write_atomic,
 )
 
-# Seed 001's layer1_problems_report.json example, verbatim.
+# The handoff protocol's layer1_problems_report.json example, verbatim (docs/handoffs.md,
+# "failure_summary.json and layer1_problems_report.json").
 SEED_REPORT = """
 {
   "report_version": "1.0",
@@ -164,7 +166,7 @@ PER_SAMPLE: list[tuple[str, BaseModel]] = [
 
 
 def test_the_seed_report_example_validates_field_for_field() -> None:
-    """Seed 001's report parses, and dumping it gives back exactly the seed's JSON."""
+    """The protocol's example report parses, and dumping it gives back exactly its JSON."""
     report = Layer1ProblemsReport.model_validate_json(SEED_REPORT)
     assert json.loads(SEED_REPORT) == report.model_dump()
     assert "critical" == report.layer1_problems[0].severity

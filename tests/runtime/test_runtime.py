@@ -84,7 +84,7 @@ class Lifecycle(Actor):
 
 
 async def test_ask_returns_the_handlers_reply() -> None:
-    """`ask` returns what the handler returned (DESIGN §7's embedded example)."""
+    """`ask` returns what the handler returned (README.md, "Actors in your own code")."""
     async with Runtime.open() as rt:
         ref = await rt.spawn("greeter", Greeter)
         reply = await ref.ask(Hello(name="a"), timeout=5)

@@ -43,7 +43,7 @@ def model_call(turn: int, **overrides: Any) -> dict[str, Any]:
 
 
 async def test_a_model_call_is_one_json_line_with_every_field(tmp_path: Path) -> None:
-    """`model.call` is written as one line holding DESIGN §7's common and event fields."""
+    """`model.call` is written as one line holding every field of docs/token-log.md, "Fields"."""
     path = tmp_path / "tokens.jsonl"
     async with TokenLog.open(path) as tokens:
         with structlog.contextvars.bound_contextvars(scenario="leave", conversation="c1"):

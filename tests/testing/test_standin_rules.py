@@ -1,4 +1,4 @@
-"""The stand-in refuses what a model does not accept: each rule of `model_rules`, by model."""
+"""The stand-in refuses what a model does not accept: each rule of `models/rules.py`, by model."""
 
 from __future__ import annotations
 
