@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from baton._write_rules import write_path_problem
 from baton.agents.prompt_files import path_problem
 from baton.context.ledger_patterns import compile_pattern
 from baton.context.strategy import BudgetFields
@@ -102,4 +103,21 @@ class AgentConfig(BudgetFields):
         problem = None if value is None else path_problem(value)
         if problem is not None:
             raise ValueError(problem)
+        return value
+
+
+class SandboxConfig(BaseModel):
+    """Where agents' `Write` may write besides their scenario's folder (docs/handoffs.md,
+    "Sandbox"); an entry that leaves the workspace or names code or baton's files is refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    write_paths: tuple[str, ...] = ()
+
+    @field_validator("write_paths")
+    @classmethod
+    def _writable(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        problems = [p for p in map(write_path_problem, value) if p is not None]
+        if problems:
+            raise ValueError("; ".join(problems))
         return value

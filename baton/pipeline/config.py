@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from baton.agents.agent_config import AgentConfig
+from baton.agents.agent_config import AgentConfig, SandboxConfig
 from baton.errors import ConfigError
 from baton.models.price_config import PriceOverride, ScenarioLimits, merged_prices
 from baton.models.pricing import ModelPrice
@@ -27,6 +27,8 @@ class BatonConfig(KernelConfig):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)  # type: ignore[assignment]
     prices: dict[str, PriceOverride] = Field(default_factory=dict)
     scenario: ScenarioLimits = ScenarioLimits()  # type: ignore[assignment]
+    # `[sandbox]`: where agents' Write may write besides the scenario's folder.
+    sandbox: SandboxConfig = SandboxConfig()  # type: ignore[assignment]
     # `[telemetry]`: OpenTelemetry export (README.md, "Telemetry"; docs/telemetry.md).
     telemetry: TelemetryConfig = TelemetryConfig()  # type: ignore[assignment]
 

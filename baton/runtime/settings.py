@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from baton._write_rules import write_path_problem
 from baton.errors import ConfigError, validation_problems
 
 CONFIG_FILE = "baton.toml"
@@ -118,28 +117,16 @@ class ServerConfig(_Strict):
     request_timeout: float = Field(10.0, gt=0)
 
 
-class SandboxConfig(_Strict):
-    """Where agents' `Write` may write besides their scenario's folder (docs/handoffs.md,
-    "Sandbox"); an entry that leaves the workspace or names code or baton's files is refused."""
-
-    write_paths: tuple[str, ...] = ()
-
-    @field_validator("write_paths")
-    @classmethod
-    def _writable(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        problems = [p for p in map(write_path_problem, value) if p is not None]
-        if problems:
-            raise ValueError("; ".join(problems))
-        return value
-
-
 class KernelConfig(_Strict):
     """The whole of `baton.toml` as the kernel sees it: agents' tables are passed on as given."""
 
     runtime: RuntimeConfig = RuntimeConfig()
     logs: LogsConfig = LogsConfig()
     server: ServerConfig = ServerConfig()
-    sandbox: SandboxConfig = SandboxConfig()
+    # `[sandbox]`: carried as given (the pipeline's `BatonConfig` checks it).
+    sandbox: dict[str, Any] = Field(
+        default_factory=dict, description="[sandbox]: where agents may write (write_paths)"
+    )
     actors: dict[str, Any] = Field(
         default_factory=dict, description="[actors.<name>] tables, for the layer that runs agents"
     )
