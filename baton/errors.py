@@ -15,13 +15,14 @@ from __future__ import annotations
 import errno
 import json
 import resource
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin
 
 # The module, not its class: every exception class named here is a BatonError.
 import pydantic
 
 from baton._lazy import lazy_exports
+from baton._suggest import did_you_mean
 
 
 class BatonError(Exception):
@@ -41,13 +42,15 @@ def validation_problems(
     *,
     show_input: bool = True,
     unknown_keys: bool = False,
+    schema: type[pydantic.BaseModel] | None = None,
 ) -> list[str]:
     """One line per problem of a failed pydantic validation: the field's dotted location and
     what is wrong with it, in the words every baton error that lists problems uses.
 
     `show_input` adds what was sent for a wrong value (not for a missing one), cut to 60
     characters, so a model correcting its tool call or package sees what it got wrong;
-    `unknown_keys` words a key the model forbids as `unknown key 'a.b'`, a config typo.
+    `unknown_keys` words a key the model forbids as `unknown key 'a.b'`, a config typo, and
+    with the `schema` that was validated against names the key it probably meant.
     """
     if isinstance(error, pydantic.ValidationError):
         error = error.errors(include_url=False)
@@ -56,7 +59,8 @@ def validation_problems(
         loc = item.get("loc", ())
         where = ".".join(str(part) for part in loc)
         if unknown_keys and item.get("type") == "extra_forbidden":
-            problems.append(f"unknown key {where!r}")
+            known = _keys_at(schema, loc[:-1]) if schema is not None and loc else []
+            problems.append(f"unknown key {where!r}{did_you_mean(str(loc[-1]), known)}")
             continue
         line = f"{where or '(whole input)'}: {item.get('msg', 'invalid')}"
         if show_input and item.get("type") != "missing" and loc:
@@ -64,6 +68,26 @@ def validation_problems(
             line += f" (got {sent if len(sent) <= 60 else sent[:57] + '...'})"
         problems.append(line)
     return problems
+
+
+def _keys_at(schema: type[pydantic.BaseModel], path: Sequence[Any]) -> list[str]:
+    """The keys `schema` takes at `path` (a validation error's location), through nested
+    models and the values of `dict[str, Model]` fields; none where it cannot tell."""
+    model: Any = schema
+    rest = list(path)
+    while rest:
+        if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
+            return []
+        field = model.model_fields.get(str(rest.pop(0)))
+        if field is None:
+            return []
+        model = field.annotation
+        if get_origin(model) is dict and rest:
+            rest.pop(0)  # the dict's own key: its value's keys are what follows
+            model = get_args(model)[1]
+    if isinstance(model, type) and issubclass(model, pydantic.BaseModel):
+        return [field.alias or name for name, field in model.model_fields.items()]
+    return []
 
 
 # --- usage errors -------------------------------------------------------------------------
@@ -273,6 +297,12 @@ if TYPE_CHECKING:
         ScenarioFailure,
         WorkspaceBusyError,
     )
+    from baton.storage.errors import (
+        ObjectNotFoundError,
+        StorageError,
+        StorageFailure,
+        StoragePathError,
+    )
 
 # The layers' own errors, imported on first use (`baton.errors` re-exports every one).
 __getattr__ = lazy_exports(
@@ -309,6 +339,7 @@ __getattr__ = lazy_exports(
         "NoScenarioFileError": "baton.pipeline.errors",
         "NoScenarioModelError": "baton.pipeline.errors",
         "NoSchedulerError": "baton.pipeline.errors",
+        "ObjectNotFoundError": "baton.storage.errors",
         "PackageVersionError": "baton.pipeline.errors",
         "RecordingDivergedError": "baton.models.errors",
         "RecordingFileError": "baton.models.errors",
@@ -322,6 +353,9 @@ __getattr__ = lazy_exports(
         "ScriptExhaustedError": "baton.models.errors",
         "ScriptFileError": "baton.models.errors",
         "SpendCapReachedFailure": "baton.agents.errors",
+        "StorageError": "baton.storage.errors",
+        "StorageFailure": "baton.storage.errors",
+        "StoragePathError": "baton.storage.errors",
         "SummaryFailure": "baton.context.errors",
         "UndeliveredFailure": "baton.agents.errors",
         "UnhandledMessageError": "baton.runtime.errors",
@@ -369,6 +403,7 @@ __all__ = [
     "NoScenarioFileError",
     "NoScenarioModelError",
     "NoSchedulerError",
+    "ObjectNotFoundError",
     "PackageVersionError",
     "RecordingDivergedError",
     "RecordingFileError",
@@ -384,6 +419,9 @@ __all__ = [
     "ScriptFileError",
     "SpendCapReachedFailure",
     "StateFileError",
+    "StorageError",
+    "StorageFailure",
+    "StoragePathError",
     "SummaryFailure",
     "UndeliveredFailure",
     "UnhandledMessageError",

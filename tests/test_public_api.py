@@ -15,6 +15,7 @@ PACKAGES = [
     "baton.context",
     "baton.agents.tools",
     "baton.memory",
+    "baton.storage",
 ]
 
 

@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "system-packages"
+INSTALL = (
+    "apt-get install -y --no-install-recommends --no-upgrade "
+    "redis-server tmux chromium fonts-liberation python3-venv"
+)
 BASH = shutil.which("bash") or "/bin/bash"
 
 
@@ -48,7 +52,7 @@ def test_as_root_it_installs_what_is_missing_without_sudo(machine: Path) -> None
     """Root on a fresh image (no sudo there) gets apt-get run directly."""
     result = _run(machine, uid=0)
     assert 0 == result.returncode, result.stderr
-    assert ["apt-get install -y redis-server tmux chromium python3-venv"] == _calls(machine)
+    assert [INSTALL] == _calls(machine)
 
 
 def test_a_user_with_sudo_installs_through_sudo(machine: Path) -> None:
@@ -58,8 +62,8 @@ def test_a_user_with_sudo_installs_through_sudo(machine: Path) -> None:
     result = _run(machine, uid=1000)
     assert 0 == result.returncode, result.stderr
     assert [
-        "sudo apt-get install -y redis-server tmux chromium python3-venv",
-        "apt-get install -y redis-server tmux chromium python3-venv",
+        f"sudo {INSTALL}",
+        INSTALL,
     ] == _calls(machine)
 
 
@@ -70,7 +74,10 @@ def test_a_user_without_sudo_is_told_what_to_install(machine: Path) -> None:
     assert [] == _calls(machine)
     lines = result.stderr.splitlines()
     assert 1 == len(lines)
-    assert "apt-get install -y redis-server tmux chromium python3-venv" in lines[0]
+    assert (
+        "apt-get install -y --no-install-recommends redis-server tmux chromium "
+        "fonts-liberation python3-venv" in lines[0]
+    )
 
 
 def test_empty_package_lists_are_updated_before_a_second_try(machine: Path) -> None:
@@ -87,9 +94,9 @@ def test_empty_package_lists_are_updated_before_a_second_try(machine: Path) -> N
     result = _run(machine, uid=0)
     assert 0 == result.returncode, result.stderr
     assert [
-        "apt-get install -y redis-server tmux chromium python3-venv",
+        INSTALL,
         "apt-get update",
-        "apt-get install -y redis-server tmux chromium python3-venv",
+        INSTALL,
     ] == _calls(machine)
 
 

@@ -8,10 +8,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
 from anyio.abc import TaskGroup
 from pydantic import ValidationError
 
+from baton._log import get_logger
 from baton.agents.compaction import BackgroundSummary
 from baton.agents.errors import JournalRecordError
 from baton.agents.journal import JournalStore
@@ -31,7 +31,7 @@ from baton.errors import UsageError, validation_problems
 from baton.models.protocol import ModelResponse
 from baton.models.telemetry import NO_TRACE, RoundTrace
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 ConversationRecord = RoundStarted | StepAppended | FactsRegistered | Compaction
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-import structlog
-
+from baton._log import get_logger
 from baton.agents._agent_state import ConversationState
 from baton.agents.agent_loop import AgentLoop, answered_before
 from baton.agents.agent_setup import AgentSetup
@@ -28,7 +27,7 @@ from baton.errors import BatonError, unretriable
 from baton.runtime.actor import Actor, handler
 from baton.runtime.errors import ActorDeadError
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class AgentActor(Actor):

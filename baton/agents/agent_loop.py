@@ -31,12 +31,14 @@ import structlog
 from pydantic import BaseModel
 
 import baton.agents.records  # noqa: F401 - the events this loop emits, registered with the token log
+from baton._log import get_logger
 from baton.agents._agent_state import ConversationBook, ConversationState, load_state
 from baton.agents._compaction_report import CompactionReports
 from baton.agents.agent_setup import AgentSetup, Handoff, RoundOf, ToolHooks
 from baton.agents.budget_overrides import apply_overrides
 from baton.agents.compaction import Compactor, background_tasks
 from baton.agents.errors import UndeliveredFailure
+from baton.agents.in_flight import CALLS_IN_FLIGHT
 from baton.agents.prompt_files import scenario_prompt
 from baton.agents.tools import Toolbox, scenario_scope
 from baton.agents.tools.load_budget import run_within_budget
@@ -64,7 +66,7 @@ from baton.models.telemetry import NO_TRACE, round_trace
 from baton.runtime.actor import Actor
 from baton.runtime.errors import ActorDeadError, UnknownActorError
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # The conversation whose round the running task drives (the tools' hooks read it).
 _round_state: ContextVar[ConversationState | None] = ContextVar("baton_round", default=None)
@@ -131,8 +133,12 @@ class AgentLoop:
         return self.setup.model
 
     async def journal(self, state: ConversationState, record: dict[str, Any]) -> None:
-        """Append `record` to the conversation's journal."""
-        await self.book.append(state, record)
+        """Append `record` to the conversation's journal (a reply's record settles the
+        running task's call in flight)."""
+        try:
+            await self.book.append(state, record)
+        finally:
+            CALLS_IN_FLIGHT.settled()
 
     async def start(self) -> list[str]:
         """Fit the budget to the model, report the context fill; the conversations a crash
@@ -259,6 +265,7 @@ class AgentLoop:
                 state.trace.fail(error)
                 raise
             finally:
+                CALLS_IN_FLIGHT.settled()  # a reply this task never came to journal
                 state.background_group = None
                 if state.background is not None and not state.background.answered:
                     state.background = None  # cancelled with a failed round: asked again
@@ -364,7 +371,7 @@ class AgentLoop:
             await self.compactor.compact(state)
             payload = state.strategy.compose_payload(system, self.specs, conversation)
             response = await self._turn_call(state, payload, turn=turn)
-        await self.book.append(
+        await self.journal(
             state,
             {
                 "type": "response",
@@ -418,10 +425,17 @@ class AgentLoop:
             # Scheduler's task summaries are not stopped here: the agent's next call is.
             spend.check(state.id)
         model = payload.get("model") or self.setup.model.name
-        with bind_call(context), state.trace.chat(model, purpose=purpose, turn=turn) as chat:
-            response = await self.setup.model.create(payload)
-            chat.record(response)
-            return response
+        # Counted until its reply is journaled (`journal`), or it fails: a stopping process
+        # waits for it rather than pay for it again (`baton.agents.in_flight`).
+        CALLS_IN_FLIGHT.sent()
+        try:
+            with bind_call(context), state.trace.chat(model, purpose=purpose, turn=turn) as chat:
+                response = await self.setup.model.create(payload)
+                chat.record(response)
+                return response
+        except BaseException:
+            CALLS_IN_FLIGHT.settled()
+            raise
 
     def log_call(
         self, state: ConversationState, response: ModelResponse, *, turn: int, purpose: Purpose

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import structlog
 from anyio.abc import TaskGroup
 
+from baton._log import get_logger
 from baton.agents._compaction_report import CompactionReports
 from baton.agents.errors import CompactionIneffectiveError
 from baton.context.conversation import Conversation
@@ -35,7 +35,7 @@ from baton.models.protocol import Model, ModelResponse, Purpose
 if TYPE_CHECKING:
     from baton.agents._agent_state import ConversationState
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass

@@ -20,14 +20,14 @@ from typing import Any, Protocol
 
 import aiofiles
 import anyio
-import structlog
 
+from baton._log import get_logger
 from baton._private import private_dir, private_opener
 from baton.agents.errors import JournalCorruptError
 from baton.errors import UsageError
 from baton.runtime.disk_writes import append_whole
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JOURNAL_DIR = Path(".baton") / "journal"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")

@@ -32,15 +32,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from baton._log import get_logger
 from baton.agents.errors import JournalCorruptError, LeaseLostError
 from baton.agents.journal import _check_name
 from baton.runtime.backoff import Backoff
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # Compare-and-act: after a pause, plain PEXPIRE or DEL could extend or free a lease that
 # another worker has taken since.

@@ -36,10 +36,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-import structlog
 from anyio.abc import TaskStatus
 
-log = structlog.get_logger(__name__)
+from baton._log import get_logger
+
+log = get_logger(__name__)
 
 IDLE = 1.0  # seconds without a commit before the -wal is emptied
 # Bytes of -wal past which a checkpoint under load also restarts it. A restart holds the

@@ -26,12 +26,11 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
+from baton._log import get_logger
 from baton._private import private_opener
 from baton.errors import DiskFullFailure, FileTooLargeFailure, StateFileError, file_size_limit
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MARK_SUFFIX = ".mark"
 _MARK = re.compile(r"^baton-mailboxes 1 ([0-9a-f]{32}) (\d{20}) (\d{20})\n")

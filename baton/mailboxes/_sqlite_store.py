@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 import anyio
-import structlog
 
+from baton._log import get_logger
 from baton.errors import DiskFullFailure
 from baton.mailboxes._group_commit import GroupCommit
 from baton.mailboxes._sqlite_checkpoint import Checkpointer
@@ -29,7 +29,7 @@ from baton.mailboxes._sqlite_health import Counts, MarkFile, compare, translate
 from baton.mailboxes._sqlite_open import open_checked
 from baton.mailboxes.dead_letter_body import excerpt
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -24,10 +24,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
 import anyio
-import structlog
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from baton._log import get_logger
 from baton.errors import UsageError
 from baton.mailboxes._redis_stream import DONE, Body, Entry, RedisStream, is_missing_group
 from baton.mailboxes.codec import EnvelopeCodec
@@ -36,7 +36,7 @@ from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes.protocol import DeadLetterSink
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 __all__ = ["Body", "RedisMailbox"]
 

@@ -19,15 +19,15 @@ from __future__ import annotations
 from collections import deque
 
 import anyio
-import structlog
 
+from baton._log import get_logger
 from baton.mailboxes._sqlite_store import DATABASE, REMEMBERED, SqliteStore
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes.protocol import DeadLetterSink
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 LARGE_BODY = 64 * 1024
 """An envelope stored as more bytes than this is written, and acked, on the worker thread:

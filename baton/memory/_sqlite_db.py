@@ -19,15 +19,15 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-import structlog
 
+from baton._log import get_logger
 from baton._private import private_dir, private_file
 from baton.memory._fts_search import FtsPlanner, quoted
 from baton.memory._text import query_terms
 from baton.memory.errors import MemoryFileError
 from baton.memory.models import MemoryEntry, MemorySource
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

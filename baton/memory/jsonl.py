@@ -20,15 +20,15 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 import pydantic
-import structlog
 
+from baton._log import get_logger
 from baton._private import private_dir, private_opener
 from baton.memory._bm25 import Bm25Index
 from baton.memory._text import query_terms, words
 from baton.memory.errors import MemoryFileError
 from baton.memory.models import MemoryEntry, MemoryHit
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -15,15 +15,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import structlog
-
+from baton._log import get_logger
 from baton.memory._sqlite_db import MemoryDatabase, tag_filter
 from baton.memory._text import query_terms
 from baton.memory.errors import MissingExtraError
 from baton.memory.models import MemoryEntry, MemoryHit
 from baton.memory.protocol import Embedder
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # Reciprocal rank fusion: a document's fused score is the sum of 1 / (RRF_K + rank) over the
 # rankings it appears in; 60 is the constant of the method's paper and of most systems.

@@ -37,10 +37,10 @@ from types import TracebackType
 from typing import Any, Self, cast
 
 import anyio
-import structlog
 from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic, DefaultAsyncHttpxClient
 from anthropic.types import Message
 
+from baton._log import get_logger
 from baton.context.errors import InvalidRequestError
 from baton.context.payload import Payload
 from baton.context.usage import Usage
@@ -51,12 +51,14 @@ from baton.models.rules import ModelRules, current_models, request_problems, rul
 from baton.models.throttle import ModelThrottle
 from baton.runtime.backoff import Backoff
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 SDK_NONSTREAMING_MAX_TOKENS = 21_333
 """Above this `max_tokens` the SDK refuses a non-streaming call (its estimate, 128K tokens an
 hour, passes ten minutes); some older models have a lower per-model limit (8,192)."""
 DEFAULT_STREAM_ABOVE = 8_192
+LOOKUP_TIMEOUT_S = 3.0
+"""How long a Models API lookup may take, with no retry, before the configured limits serve."""
 """Calls asking for more output than this stream; below it they are plain requests."""
 
 _PROMPT_TOO_LONG = re.compile(r"prompt is too long: (\d+) tokens > (\d+) maximum")
@@ -250,7 +252,7 @@ class AnthropicModel:
 
     async def _lookup_limits(self) -> ModelLimits:
         try:
-            info = await self._client.models.retrieve(self._name)
+            info = await self._lookups().models.retrieve(self._name)
         except APIStatusError as exc:
             if exc.status_code == 404:
                 # Known for sure: no such model (any more). Cached like a success: asking
@@ -274,21 +276,29 @@ class AnthropicModel:
             source="models_api",
         )
 
+    def _lookups(self) -> AsyncAnthropic:
+        # A lookup is worth a few seconds, never the client's whole retry budget: the
+        # configured limits answer instead, and the start says so (docs/models.md, "The
+        # Models API").
+        return self._client.with_options(max_retries=0, timeout=LOOKUP_TIMEOUT_S)
+
     def _limits_fallback(self, exc: APIStatusError | APIConnectionError) -> ModelLimits:
         self._limits_retry_at = self._clock() + self._limits_retry_s
+        reason = _describe(exc)
         log.warning(
             "model.limits_fallback",
             model=self._name,
-            reason=_describe(exc),
+            reason=reason,
             context_window=self._fallback.context_window,
             max_output_tokens=self._fallback.max_output_tokens,
         )
-        return self._fallback
+        return self._fallback.model_copy(update={"unanswered": reason})
 
     async def current_models(self) -> dict[str, str]:
         """The newest active model of each line, from the Models API (empty if unreachable)."""
         try:
-            listed = [info.model_dump(mode="json") async for info in self._client.models.list()]
+            lookups = self._lookups()
+            listed = [info.model_dump(mode="json") async for info in lookups.models.list()]
         except (APIStatusError, APIConnectionError) as exc:
             log.warning("model.list_failed", reason=_describe(exc))
             return {}

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import structlog
+import anyio
 
+from baton._log import get_logger
 from baton.context.strategy import Effort, Thinking
 from baton.errors import ConfigError
 from baton.models.errors import RetiredModelError
@@ -29,7 +30,7 @@ from baton.models.rules import (
     rules_for,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class ModelSettings(Protocol):
@@ -57,8 +58,25 @@ async def check_agent_models(agents: Sequence[AgentModel]) -> list[str]:
     warning line per deprecated model (also logged as `model.deprecated`)."""
     warnings: list[str] = []
     current: dict[str, str] | None = None
+    # Every lookup at once: a slow or unreachable Models API costs the start one timeout.
+    found: dict[int, ModelLimits] = {}
+
+    async def look_up(model: Model) -> None:
+        found[id(model)] = await model.limits()
+
+    async with anyio.create_task_group() as lookups:
+        for model in {id(agent.model): agent.model for agent in agents}.values():
+            lookups.start_soon(look_up, model)
+    unanswered: set[str] = set()
     for agent in agents:
-        limits = await agent.model.limits()
+        limits = found[id(agent.model)]
+        if limits.unanswered is not None and agent.config.model not in unanswered:
+            unanswered.add(agent.config.model)
+            warnings.append(
+                f"the Models API did not answer for {agent.config.model} "
+                f"({limits.unanswered}); using the configured context window "
+                f"({limits.context_window:,} tokens) — check ANTHROPIC_BASE_URL and the network"
+            )
         online = limits.source == "models_api"
         if online and (not limits.available or limits.lifecycle in ("retired", "deprecated")):
             if current is None:

@@ -116,6 +116,11 @@ class ModelLimits(BaseModel):
     source: Literal["models_api", "config"] = Field(
         description="`models_api` when looked up online, `config` when the configured values"
     )
+    unanswered: str | None = Field(
+        None,
+        description="why an online lookup fell back to the configured values (`config`), if "
+        "it did: the Models API's answer or what reaching it failed with",
+    )
 
 
 class CallContext(BaseModel):

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple
 
 import anyio
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from baton._log import get_logger
 from baton._regular_files import read_regular
 from baton._write_rules import SCENARIOS_DIR
 from baton.context.payload import Payload
@@ -43,7 +43,7 @@ from baton.models.protocol import (
 )
 from baton.runtime.disk_writes import append_whole
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 RECORDING_FILE = "recording.jsonl"
 RECORDING_FORMAT: Final = "baton.recording/1"

@@ -25,12 +25,12 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 import anyio
-import structlog
 
+from baton._log import get_logger
 from baton.models.errors import ModelCallFailure
 from baton.runtime.backoff import Backoff
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 T = TypeVar("T")
 
 MODEL_RETRY_BACKOFF = Backoff(initial=5.0, factor=2.0, maximum=300.0, jitter=0.25)

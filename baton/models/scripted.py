@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeAlias
 
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from baton._log import get_logger
 from baton.context.errors import InvalidRequestError
 from baton.context.payload import Payload
 from baton.context.prompt_cache import DEFAULT_MIN_CACHE_TOKENS, PrefixCache
@@ -54,7 +54,7 @@ OFFLINE_MODEL_NAME = "offline-scripted"
 ANY_ACTOR = "*"
 """Script key whose entries answer every actor the script does not name."""
 
-log = structlog.get_logger(__name__, model=OFFLINE_MODEL_NAME)
+log = get_logger(__name__, model=OFFLINE_MODEL_NAME)
 
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 

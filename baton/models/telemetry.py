@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import anyio
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from baton._log import get_logger
 from baton.context.events import ContextCompactedEvent
 from baton.context.payload import ToolUseBlock
 from baton.errors import ConfigError
@@ -30,7 +30,7 @@ from baton.runtime.settings import redact_url
 if TYPE_CHECKING:
     from baton.models._otel import OtelTelemetry
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 INSTALL = "pip install 'baton[otel]'"

@@ -13,9 +13,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 
 import anyio
-import structlog
 
-log = structlog.get_logger(__name__)
+from baton._log import get_logger
+
+log = get_logger(__name__)
 
 DEFAULT_PAUSE = 1.0
 """Seconds to hold back after a 429 that names no `retry-after`."""

@@ -17,6 +17,7 @@ from baton.models.telemetry import TelemetryConfig
 from baton.pipeline.defaults import DEFAULT_AGENTS
 from baton.pipeline.memory_config import MemoryConfig
 from baton.runtime.settings import CONFIG_FILE, KernelConfig, describe_errors, read_config
+from baton.storage.config import StorageConfig
 
 
 class BatonConfig(KernelConfig):
@@ -31,6 +32,8 @@ class BatonConfig(KernelConfig):
     sandbox: SandboxConfig = SandboxConfig()  # type: ignore[assignment]
     # `[telemetry]`: OpenTelemetry export (README.md, "Telemetry"; docs/telemetry.md).
     telemetry: TelemetryConfig = TelemetryConfig()  # type: ignore[assignment]
+    # `[storage]`: where the workspace's files are kept (docs/storage.md, "The url").
+    storage: StorageConfig = StorageConfig()  # type: ignore[assignment]
 
     @property
     def price_table(self) -> Mapping[str, ModelPrice]:
@@ -74,7 +77,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = CONFIG_FILE) -> Baton
     try:
         return BatonConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_errors(exc, source)) from None
+        raise ConfigError(describe_errors(exc, source, BatonConfig)) from None
 
 
 def load_config(

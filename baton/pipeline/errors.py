@@ -5,6 +5,9 @@ Each derives from `BatonError` (`baton.errors`, which re-exports them for users)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from baton._suggest import closest
 from baton.errors import RuntimeFailure, StateFileError, UsageError
 
 
@@ -105,12 +108,14 @@ class UnknownScenarioError(UsageError):
 class NoScenarioFileError(UnknownScenarioError):
     """Raised when a scenario is submitted without a requirement and has no scenario.toml."""
 
-    def __init__(self, scenario: str, path: object) -> None:
+    def __init__(self, scenario: str, path: object, known: Iterable[str] = ()) -> None:
         self.scenario = scenario
         self.path = str(path)
+        guess = closest(scenario, known)
+        hint = f"did you mean {guess!r}? Else create it" if guess else "create it"
         UsageError.__init__(
             self,
-            f"no scenario {scenario!r}: {path} does not exist — create it or pass --requirement",
+            f"no scenario {scenario!r}: {path} does not exist — {hint} or pass --requirement",
         )
 
 

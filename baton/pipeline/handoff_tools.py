@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import anyio
-import structlog
 from pydantic import Field, create_model
 
+from baton._log import get_logger
 from baton.agents.agent_setup import Deliver, RegisterPaths
 from baton.agents.errors import SandboxViolationError
 from baton.agents.tools._sandbox import Sandbox
@@ -34,7 +34,7 @@ from baton.pipeline.packages import (
     ScenarioCompletion,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 P = TypeVar("P", bound=ContextPackage)
 

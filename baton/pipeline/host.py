@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-import structlog
 
 import baton.pipeline.statuses  # noqa: F401 - its errors' statuses, registered with the wire
+from baton._log import get_logger
 from baton.agents._artifact_io import remove_write_leftovers
 from baton.agents.agent_config import AgentConfig
 from baton.agents.agent_setup import AgentSetup
@@ -44,7 +44,7 @@ from baton.pipeline.scheduler_memory import SchedulerMemory
 from baton.pipeline.spend import SpendLedger, load_spend
 from baton.runtime.runtime import Runtime
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 AGENTS = (INIT, EXECUTE, SCHEDULER)
@@ -75,7 +75,9 @@ class Pipeline:
     warnings: list[str] = field(default_factory=list)
     spend: SpendLedger | None = None  # each scenario run's spend and cap; prices
     _next_end: anyio.Event = field(default_factory=anyio.Event)
+    _next_change: anyio.Event = field(default_factory=anyio.Event)
     _ended: list[ScenarioState] = field(default_factory=list)
+    _changes: list[ScenarioState] = field(default_factory=list)
 
     def next_scenario_end(self) -> anyio.Event:
         """Set when the next scenario ends; take it *before* checking, so no end is missed."""
@@ -90,6 +92,22 @@ class Pipeline:
         self._ended.append(state)
         ended, self._next_end = self._next_end, anyio.Event()
         ended.set()
+
+    def next_change(self) -> anyio.Event:
+        """Set when the Scheduler next changes a scenario's state (its phase, a wait for a
+        model, its end); take it *before* `take_changes`, so no change is missed."""
+        return self._next_change
+
+    def take_changes(self) -> list[ScenarioState]:
+        """Every state the Scheduler changed to since the last call, in order: a phase
+        passed through in a moment (a new run that fails at once) is among them."""
+        changes, self._changes = self._changes, []
+        return changes
+
+    def _scenario_changed(self, state: ScenarioState) -> None:
+        self._changes.append(state)
+        changed, self._next_change = self._next_change, anyio.Event()
+        changed.set()
 
 
 def require_offline_source(offline: OfflineModel, scenario: str) -> None:
@@ -149,6 +167,15 @@ async def _ready_workspace(runtime: Runtime) -> Path:
     return workspace
 
 
+async def _check_models(agents: list[AgentModel], say: Callable[[str], None] | None) -> list[str]:
+    """`check_agent_models`, said first when it looks them up online (`say`): a slow or
+    unreachable Models API is a wait the person should know the cause of."""
+    if say is not None and agents:
+        where = getattr(agents[0].model, "base_url", "the API")
+        say(f"baton: checking the agents' models with the Models API at {where}…")
+    return await check_agent_models(agents)
+
+
 @asynccontextmanager
 async def open_pipeline(
     runtime: Runtime,
@@ -158,13 +185,15 @@ async def open_pipeline(
     model_retry: ModelRetry | None = None,
     record: bool = False,
     require_scenario_model: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> AsyncIterator[Pipeline]:
     """Spawn the pipeline's agents (all three, or `roles` of them: other processes run the
     rest over a shared Redis) into `runtime` for the block (it needs a workspace).
     `model_retry` replaces how Init and Execute wait out an unavailable model (tests inject
     a sleep there). `record` appends every reply of a scenario's call to its recording (it
     needs the API key); `require_scenario_model` refuses offline the submit of a scenario
-    with neither a recording nor a script (docs/recordings.md), as `baton run` does."""
+    with neither a recording nor a script (docs/recordings.md), as `baton run` does. `say`
+    hears what the start checks while it waits on it (the Models API, online)."""
     workspace = await _ready_workspace(runtime)
     roles = check_roles(roles)
     if roles != AGENTS and runtime.distributed is None:
@@ -215,8 +244,13 @@ async def open_pipeline(
             for config in [deployment.agent(role)]
         ]
         # Before any agent starts: a retired model stops the process here, with one line.
-        pipeline.warnings = await check_agent_models(agents)
-        pipeline.spend = spend = await load_spend(deployment, workspace, runtime.token_log.path)
+        pipeline.warnings = await _check_models(agents, say if offline is None else None)
+        # A cap counts every call: baton.toml's, with an agent's model unpriced, stops the
+        # start here (README.md, "Spend cap").
+        models = {agent.actor: agent.model.name for agent in agents}
+        pipeline.spend = spend = await load_spend(
+            deployment, workspace, runtime.token_log.path, models
+        )
         # Closed after the agents stop (the exit stack unwinds after the `finally` below).
         memory = await clients.enter_async_context(pipeline_memory(workspace, deployment.memory))
         spawned: list[str] = []
@@ -289,6 +323,7 @@ async def _spawn_scheduler(
         budgets=budgets,
         on_warning=pipeline.warnings.append,
         check_model=check_model,
+        on_changed=pipeline._scenario_changed,
         memory=None
         if memory is None
         else SchedulerMemory(memory, deployment.memory, runtime.token_log),

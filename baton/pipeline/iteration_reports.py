@@ -7,14 +7,13 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-import structlog
-
+from baton._log import get_logger
 from baton.errors import BatonError
 from baton.pipeline.artifacts import ArtifactStore, FailureSummary, Layer1ProblemsReport
 from baton.pipeline.packages import ExecuteToInitContext, HandoffPackage, ScenarioCompletion
 from baton.pipeline.scheduling_policy import Decision
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _ITERATION = re.compile(r"iteration_(\d+)")
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import anyio
-import structlog
 
+from baton._log import get_logger
 from baton.context.payload import Payload
 from baton.errors import UsageError
 from baton.models.errors import ScriptExhaustedError
@@ -33,7 +33,7 @@ from baton.models.scripted import (
 )
 from baton.pipeline.scenario import load_scenario, scenario_dir
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 KEEP_CALLS = 10_000
 

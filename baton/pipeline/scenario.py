@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from baton._log import get_logger
 from baton._regular_files import read_regular
 from baton.agents.budget_overrides import override_problems
 from baton.agents.messages import scenario_conversation
@@ -30,7 +30,7 @@ from baton.pipeline.scenario_names import ScenarioName, check_scenario_name
 from baton.pipeline.scenario_state import ACTIVE_PHASES, ScenarioPhase, ScenarioState
 from baton.runtime.settings import describe_errors, read_toml
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 SCENARIOS_DIR = "scenarios"
 SCENARIO_FILE = "scenario.toml"
@@ -112,7 +112,13 @@ def load_scenario(
 
 def _read_scenario_file(path: Path) -> dict[str, Any]:
     if not path.exists():
-        raise NoScenarioFileError(path.parent.name, path)
+        scenarios = path.parent.parent
+        known = (
+            [f.name for f in scenarios.iterdir() if (f / SCENARIO_FILE).is_file()]
+            if (scenarios.is_dir())
+            else []
+        )
+        raise NoScenarioFileError(path.parent.name, path, known)
     # Anything else at the path (a directory, a named pipe) is refused by `read_toml`, which
     # never opens it to wait: a ConfigError saying what is there, not "does not exist".
     return read_toml(path)

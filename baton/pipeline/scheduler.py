@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import structlog
 
+from baton._log import get_logger
 from baton.agents.agent_loop import AgentLoop
 from baton.agents.agent_setup import AgentSetup
 from baton.agents.errors import SpendCapReachedFailure
@@ -62,7 +62,7 @@ from baton.pipeline.spend import SpendLedger
 from baton.pipeline.work_orders import WorkOrders
 from baton.runtime.actor import Actor, handler
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MAX_NUDGES = 2
 """Rounds an agent may end without a handoff, each answered by a reminder, before failing."""
@@ -96,6 +96,7 @@ class SchedulerActor(Actor):
         on_warning: Callable[[str], None] | None = None,
         check_model: Callable[[str], None] | None = None,
         memory: SchedulerMemory | None = None,
+        on_changed: Callable[[ScenarioState], None] | None = None,
     ) -> None:
         self.setup = setup
         # The runs' ledger, for the caps this Scheduler sets and checks at submit.
@@ -112,13 +113,23 @@ class SchedulerActor(Actor):
         self.workspace = workspace
         # Called after an ended scenario is persisted: lets a host wait for the end, not poll.
         self.on_ended = on_ended
+        # Called after any state is persisted, or its wait for a model changes: lets a host
+        # show it at once (README.md, "What `baton run` shows").
+        self.on_changed = on_changed
         # Init's and Execute's own budgets: a scenario's overrides are checked against them at
         # submit, so a bad one is refused there rather than by the agent, later, unseen.
         self.budgets = dict(budgets) if budgets is not None else default_budgets()
         self.on_warning = on_warning
         self.store = ScenarioStore(workspace)
         self.artifacts = ArtifactStore(workspace)
-        self.work = WorkOrders(self, self.summaries, self.store, setup.token_log, memory=memory)
+        self.work = WorkOrders(
+            self,
+            self.summaries,
+            self.store,
+            setup.token_log,
+            memory=memory,
+            changed=self._changed,
+        )
         self.records: dict[str, ScenarioRecord] = {}
         self._interrupted: set[str] = set()  # active when this Scheduler started
 
@@ -168,6 +179,8 @@ class SchedulerActor(Actor):
         if damage is not None:
             raise damage
         config = await self._scenario_config(message)
+        if self.spend is not None:
+            self.spend.check_scenario_counted(config, message.scenario)
         if self.check_model is not None:
             await anyio.to_thread.run_sync(self.check_model, message.scenario)
         if message.auto_approve is not None:
@@ -256,7 +269,11 @@ class SchedulerActor(Actor):
         record.waiting = None
         package = message.package
         self.work.emit_handoff(
-            "handoff.received", package, source=message.source, target=self.actor_name
+            "handoff.received",
+            package,
+            source=message.source,
+            target=self.actor_name,
+            record=record,
         )
         if isinstance(package, InitToExecuteContext):
             await self._on_design(record, message.handoff_id, package)
@@ -293,7 +310,11 @@ class SchedulerActor(Actor):
             f"finish the task and call {_HANDOFF_TOOL_HINT[message.source]}"
         )
         # No package: the agent's conversation (and its key-fact ledger) already holds it.
-        await self._dispatch(record, message.source, None, why)
+        shown = (
+            f"{message.source}'s round ended without a handoff; it was asked to finish "
+            f"(reminder {record.nudges} of {MAX_NUDGES})"
+        )
+        await self._dispatch(record, message.source, None, why, shown=shown)
 
     @handler
     async def round_waiting(self, message: RoundWaiting) -> None:
@@ -305,11 +326,13 @@ class SchedulerActor(Actor):
             return
         if message.reason is None:
             record.waiting = None
+            self._changed(record)
             return
         # The baton process's local time: what the person reading `baton status` sees.
         at = message.retry_at.astimezone().strftime("%H:%M:%S") if message.retry_at else "soon"
         record.waiting = f"waiting: {message.source}: {message.reason}, retrying at {at}"
         log.info("scheduler.scenario_waiting", scenario=record.scenario, waiting=record.waiting)
+        self._changed(record)
 
     @handler
     async def work_refused(self, message: WorkRefused) -> None:
@@ -322,6 +345,10 @@ class SchedulerActor(Actor):
             return
         reason = f"{message.source} refused work order {message.dispatch_id}: {message.reason}"
         await self._finish(record, "failed", reason)
+
+    def _changed(self, record: ScenarioRecord) -> None:
+        if self.on_changed is not None:
+            self.on_changed(self._state(record))
 
     def _waiting_on(self, scenario: str, conversation: str, source: str) -> ScenarioRecord | None:
         """The scenario's record if this run of it is waiting on `source`, else None."""
@@ -376,6 +403,7 @@ class SchedulerActor(Actor):
         record.phase = "awaiting_approval"
         record.pending = PendingHandoff(handoff_id=handoff_id, package=package)
         await self.store.save(record)
+        self._changed(record)
         log.info("scheduler.awaiting_approval", scenario=record.scenario)
 
     async def _on_iteration(
@@ -429,9 +457,10 @@ class SchedulerActor(Actor):
         why: str,
         *,
         metadata: dict[str, Any] | None = None,
+        shown: str | None = None,
     ) -> None:
         try:
-            await self.work.dispatch(record, agent, package, why, metadata=metadata)
+            await self.work.dispatch(record, agent, package, why, metadata=metadata, shown=shown)
         except RecordingDivergedError as error:
             # A replayed task summary the recording lacks: the scenario ends saying so, rather
             # than wait on a work order never sent (docs/recordings.md, "Divergence").
@@ -444,6 +473,7 @@ class SchedulerActor(Actor):
         record.waiting = None
         record.note(phase, reason=reason)
         await self.store.save(record)
+        self._changed(record)
         log.info("scheduler.scenario_ended", scenario=record.scenario, phase=phase, reason=reason)
         if self.on_ended is not None:
             self.on_ended(self._state(record))
@@ -474,12 +504,14 @@ class SchedulerActor(Actor):
         cap = self._cap_of(config)
         if self.spend is not None:
             self.spend.check_covers(record.conversation, cap)
+            self.spend.check_scenario_counted(config, record.scenario)
         assert record.resume_phase is not None
         record.config = config.model_copy(update={"auto_approve": record.config.auto_approve})
         record.phase, record.resume_phase, record.reason = record.resume_phase, None, None
         record.note("resumed", max_cost_usd=cap)
         self._set_cap(record)
         await self.store.save(record)
+        self._changed(record)
         target = _WAITING_ON.get(record.phase)
         if record.outbox is not None and target is not None:
             # The work order its round was opened by: the agent finishes that open round.

@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-import structlog
-
 import baton.pipeline.records  # noqa: F401 - `memory.recalled`, registered with the token log
+from baton._log import get_logger
 from baton.agents.agent_config import TokenSink
 from baton.agents.tools.memory import scenario_tag
 from baton.context.tokens import estimate_text_tokens
@@ -32,7 +31,7 @@ from baton.pipeline.scenario import ScenarioRecord
 from baton.pipeline.scenario_state import SCHEDULER
 from baton.pipeline.scheduling_policy import Decision
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 FINDING_TAG: Final = "kind:finding"
 MAX_FINDING_CHARS: Final = 3000

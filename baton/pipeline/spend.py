@@ -4,8 +4,11 @@ Every `model.call` line's `cost_usd` is added to its conversation's total (a sce
 agents and the Scheduler's task summaries share the run's conversation id); on start the
 totals are read back from the token log, so a restarted process knows what was spent. An
 agent asks `check` before each call of a scenario round: once the run has spent its cap
-(`spent >= cap`), the call is not made (README.md, "Configuration", `max_cost_usd`). A call
-whose cost is unknown (no price) counts as nothing against the cap; `spent` says "unknown".
+(`spent >= cap`), the call is not made (README.md, "Configuration", `max_cost_usd`).
+
+A call whose cost is unknown (no price) could count only as nothing, so a cap is refused
+where an agent's model has no price: at start for baton.toml's cap, at submit for a
+scenario's own (README.md, "Spend cap"). Without a cap, such a call's cost is "unknown".
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from baton.agents.errors import SpendCapReachedFailure
 from baton.agents.messages import scenario_of
 from baton.context.usage import Usage
 from baton.errors import ConfigError
-from baton.models.pricing import PRICES, ModelPrice, cost_usd
+from baton.models.price_config import missing_price_lines
+from baton.models.pricing import PRICES, ModelPrice, cost_usd, price_for
 from baton.pipeline.scenario import ScenarioConfig, ScenarioRecord, ScenarioStore
 from baton.runtime.log_files import rotated_files
 
@@ -47,10 +51,16 @@ class SpendLedger:
     """Spend per scenario run (keyed by its conversation id) and the cap each run has."""
 
     def __init__(
-        self, prices: Mapping[str, ModelPrice] = PRICES, *, default_cap: float | None = None
+        self,
+        prices: Mapping[str, ModelPrice] = PRICES,
+        *,
+        default_cap: float | None = None,
+        models: Mapping[str, str] | None = None,
     ) -> None:
         self.prices = prices
         self.default_cap = default_cap  # baton.toml's `[scenario] max_cost_usd`
+        # Each agent's model, by the name its calls are logged under: what a cap must price.
+        self.models = dict(models or {})
         self._runs: dict[str, RunSpend] = {}
         self._caps: dict[str, float] = {}
 
@@ -109,6 +119,37 @@ class SpendLedger:
                 "([scenario] in baton.toml for the default) and submit it again"
             )
 
+    def check_counted(self, cap: float | None, where: str) -> None:
+        """`ConfigError` when `cap` (set in `where`) is a cap and an agent's model lacks a
+        price: its calls would count as nothing against the cap. The message names each such
+        model and the `[prices."<model-id>"]` lines that would price it."""
+        if cap is None:
+            return
+        actors: dict[str, list[str]] = {}
+        for actor, model in self.models.items():
+            if not price_for(model, self.prices).known:
+                actors.setdefault(model, []).append(actor)
+        if not actors:
+            return
+        named = ", ".join(f"{model!r} ({', '.join(names)})" for model, names in actors.items())
+        lines = " ".join(
+            f"`{line}`"
+            for model in actors
+            for line in missing_price_lines(model, price_for(model, self.prices))
+        )
+        raise ConfigError(
+            f"max_cost_usd is set in {where}, but baton lacks prices for "
+            f"{'models' if len(actors) > 1 else 'model'} {named}: their calls would count as "
+            f"nothing against the cap — add to baton.toml, in USD per million tokens: {lines} "
+            '(or remove max_cost_usd; docs/models.md, "Prices")'
+        )
+
+    def check_scenario_counted(self, config: ScenarioConfig, scenario: str) -> None:
+        """`check_counted` for a scenario's cap, its own or baton.toml's: at its submit."""
+        own = config.scenario.max_cost_usd
+        where = f"scenarios/{scenario}/scenario.toml" if own is not None else "baton.toml"
+        self.check_counted(self.cap_of(config), where)
+
     def read_token_log(self, path: Path) -> None:
         """Add the `model.call` lines of the token log at `path` (its rotated files first);
         a line without `cost_usd` (written before it existed) is priced from its tokens."""
@@ -156,10 +197,18 @@ def _call_record(line: str) -> dict[str, Any] | None:
     return record
 
 
-async def load_spend(config: BatonConfig, workspace: Path, token_log: Path | None) -> SpendLedger:
-    """The ledger of a pipeline: `config`'s prices and default cap, what each run spent
-    before this process started (read from `token_log`), and each saved run's cap."""
-    spend = SpendLedger(config.price_table, default_cap=config.scenario.max_cost_usd)
+async def load_spend(
+    config: BatonConfig,
+    workspace: Path,
+    token_log: Path | None,
+    models: Mapping[str, str] | None = None,
+) -> SpendLedger:
+    """The ledger of a pipeline whose agents call `models` (actor → model name): `config`'s
+    prices and default cap, what each run spent before this process started (read from
+    `token_log`), and each saved run's cap. `ConfigError` when baton.toml sets a cap that
+    one of `models` has no price for (`SpendLedger.check_counted`)."""
+    spend = SpendLedger(config.price_table, default_cap=config.scenario.max_cost_usd, models=models)
+    spend.check_counted(spend.default_cap, "baton.toml")
     if token_log is not None:
         await anyio.to_thread.run_sync(spend.read_token_log, token_log)
     spend.set_caps((await ScenarioStore(workspace).load_all()).values())

@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-import structlog
-
+from baton._log import get_logger
 from baton.agents.agent_config import TokenSink
 from baton.agents.agent_loop import AgentLoop
 from baton.context.tokens import estimate_json_tokens
@@ -19,7 +19,7 @@ from baton.pipeline.scenario import ScenarioRecord, ScenarioStore
 from baton.pipeline.scheduler_memory import SchedulerMemory
 from baton.runtime.actor import Actor
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class WorkOrders:
@@ -33,8 +33,10 @@ class WorkOrders:
         token_log: TokenSink,
         *,
         memory: SchedulerMemory | None = None,
+        changed: Callable[[ScenarioRecord], None] | None = None,
     ) -> None:
         self._host = host
+        self._changed = changed  # told of each record saved here (a new run's first order)
         self._memory = memory
         self._summaries = summaries
         self._store = store
@@ -48,10 +50,13 @@ class WorkOrders:
         why: str,
         *,
         metadata: dict[str, Any] | None = None,
+        shown: str | None = None,
     ) -> None:
-        """Send `agent` its next round of the scenario, with `package` if any, and why."""
+        """Send `agent` its next round of the scenario, with `package` if any, and why (the
+        agent's words); `shown` is what the scenario's state says of it to a person, when
+        that is not `why`."""
         host = self._host
-        record.reason = why
+        record.reason = shown or why
         dispatch_id = record.next_dispatch_id()
         context = AgentContext(
             task_summary=await self._task_summary(record, agent, package, why, dispatch_id),
@@ -81,9 +86,13 @@ class WorkOrders:
         record.outbox = order
         # Saved before it is sent: a crash in between leaves it in the outbox for `on_start`.
         await self._store.save(record)
+        if self._changed is not None:
+            self._changed(record)
         await host.actor_ref.peer(agent).tell(order, sender=host.actor_name)
         if package is not None:
-            self.emit_handoff("handoff.sent", package, source=host.actor_name, target=agent)
+            self.emit_handoff(
+                "handoff.sent", package, source=host.actor_name, target=agent, record=record
+            )
 
     async def _task_summary(
         self,
@@ -118,11 +127,21 @@ class WorkOrders:
             return "\n".join([f"(No summary: the model is unavailable: {error})", *lines[1:4]])
 
     def emit_handoff(
-        self, event: str, package: HandoffPackage, *, source: str, target: str
+        self,
+        event: str,
+        package: HandoffPackage,
+        *,
+        source: str,
+        target: str,
+        record: ScenarioRecord,
     ) -> None:
-        """The `handoff.sent` / `handoff.received` token-log line of `package`."""
+        """The `handoff.sent` / `handoff.received` token-log line of `package`, naming the
+        scenario run it belongs to (the Scheduler handles no one scenario's round, so no
+        context says it: `baton tail --scenario` finds the line by these)."""
         self._token_log.emit(
             event,
+            scenario=record.scenario,
+            conversation=record.conversation,
             handoff_type=package.handoff_type,
             **{"from": source},
             to=target,

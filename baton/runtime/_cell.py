@@ -8,9 +8,9 @@ from enum import StrEnum
 from typing import Any
 
 import anyio
-import structlog
 from anyio.abc import TaskStatus
 
+from baton._log import get_logger
 from baton.errors import BatonError, DiskFullFailure, UsageError, out_of_space, unretriable
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.errors import MailboxClosedError
@@ -24,7 +24,7 @@ from baton.runtime.ref import ActorRef
 from baton.runtime.supervision import RestartTracker, SupervisorPolicy
 from baton.runtime.token_log import TokenLog
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class ActorState(StrEnum):

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-import structlog
-
+from baton._log import get_logger
 from baton.runtime.context_fill import ContextFill
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 ContextProvider = Callable[[], ContextFill | Mapping[str, int]]

@@ -13,14 +13,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import anyio
-import structlog
 from pydantic import BaseModel
 
+from baton._log import get_logger
 from baton.mailboxes.dead_letter_body import EXCERPT_BYTES, BodyExcerpt, excerpt
 from baton.mailboxes.envelope import Envelope
 from baton.runtime.token_log import TokenLog
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_KEEP = 10_000
 DEFAULT_MAX_AGE = 30 * 86_400.0

@@ -28,12 +28,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import TypeAdapter
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from baton._log import get_logger
 from baton.errors import BatonError, RuntimeFailure
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Envelope, new_id
@@ -46,7 +46,7 @@ from baton.runtime.actor import Actor
 from baton.runtime.errors import UnknownActorError
 from baton.runtime.settings import RedisConfig
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # XREADGROUP blocks at most this long server-side; the socket timeout must exceed it.
 _BLOCK = 1.0

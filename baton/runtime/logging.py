@@ -3,6 +3,7 @@
 The lines go to a stream (stderr, for machines: `--log-format json`) or to the process log
 file `.baton/logs/baton.jsonl` (`LogFile`), which `baton run` and `baton worker` write by
 default so that a person's terminal shows the run, not its log (README.md, "Running baton").
+Until something configures logging, baton's lines print nothing (`baton/_log.py`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from typing import Any, TextIO
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
+from baton._log import add_line_context
+from baton._log import redact_secrets as redact_secrets  # noqa: PLC0414 - the token log's
 from baton._private import private_dir, private_opener
 from baton.mailboxes.envelope import Envelope
-
-_SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-_REDACTED = "[redacted]"
 
 PROCESS_LOG_MAX_BYTES = 50 * 1024 * 1024
 PROCESS_LOG_BACKUPS = 5
@@ -75,29 +75,9 @@ def add_message_context(_: WrappedLogger, __: str, event_dict: EventDict) -> Eve
     return event_dict
 
 
-def _secrets() -> list[str]:
-    return [v for k in _SECRET_ENV_VARS if (v := os.environ.get(k)) and len(v) >= 8]
-
-
-def _scrub(value: Any, secrets: list[str]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, _REDACTED)
-        return value
-    if isinstance(value, dict):
-        return {k: _scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_scrub(v, secrets) for v in value)
-    return value
-
-
-def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
-    """Replace any API key found anywhere in the event with a marker (defence in depth)."""
-    secrets = _secrets()
-    if not secrets:
-        return event_dict
-    return {k: _scrub(v, secrets) for k, v in event_dict.items()}
+# Also on the lines that go through the application's logging, when baton is embedded
+# (docs/architecture.md, "Where the log lines go").
+add_line_context(add_message_context)
 
 
 def shared_processors() -> list[Processor]:
@@ -226,7 +206,9 @@ def configure_logging(
 ) -> None:
     """Render every structlog line as one JSON object on `stream` (stderr by default), or
     into `file` when one is given; with a file, the standard library's log records (warnings
-    and up) go there too. `structlog.reset_defaults()` (or configuring again) undoes it."""
+    and up) go there too. It configures structlog for the whole process, so an application
+    with a structlog configuration of its own keeps that instead (docs/architecture.md, "Where
+    the log lines go"). `structlog.reset_defaults()` (or configuring again) undoes it."""
     threshold = logging.getLevelNamesMapping()[level.upper()]
     stop_stdlib_forwarding()
     if file is not None:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-import structlog
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
+from baton._log import get_logger
 from baton.errors import ConfigError, UsageError
 from baton.mailboxes.codec import EnvelopeCodec
 from baton.mailboxes.envelope import Envelope, new_id, told
@@ -41,7 +41,7 @@ from baton.runtime.token_log import TOKEN_LOG, TokenLog
 if TYPE_CHECKING:
     from baton.runtime.distributed import Distributed
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 A = TypeVar("A", bound=Actor)
 # (actor name, capacity, dead-letter sink, codec for the actor's message types) -> its mailbox
@@ -297,6 +297,12 @@ class Runtime:
         """Stop one actor: let it drain its mailbox until `timeout`, then cancel it."""
         cell = self._cell(name)
         await self._stop_cells([cell], self._shutdown_timeout if timeout is None else timeout)
+
+    def hurry(self, timeout: float) -> None:
+        """Drain for at most `timeout` seconds when the block ends, instead of
+        `shutdown_timeout`: a process asked to stop now cancels what its actors wait for
+        (their journals make that safe) rather than let them run to the deadline."""
+        self._shutdown_timeout = min(self._shutdown_timeout, timeout)
 
     async def shutdown(self) -> None:
         """Drain every actor's mailbox up to the shutdown deadline, then cancel and stop all."""

@@ -145,6 +145,10 @@ class KernelConfig(_Strict):
     memory: dict[str, Any] = Field(
         default_factory=dict, description="[memory]: long-term memory (backend, budget)"
     )
+    # `[storage]`: carried as given too (baton.storage.config checks it).
+    storage: dict[str, Any] = Field(
+        default_factory=dict, description="[storage]: where the workspace's files are kept (url)"
+    )
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -176,9 +180,12 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def describe_errors(error: ValidationError, source: str) -> str:
-    """One line naming each bad or unknown key of a config that did not validate."""
-    problems = validation_problems(error, show_input=False, unknown_keys=True)
+def describe_errors(
+    error: ValidationError, source: str, schema: type[BaseModel] | None = None
+) -> str:
+    """One line naming each bad or unknown key of a config that did not validate (with the
+    `schema` it was validated against, the key an unknown one probably meant)."""
+    problems = validation_problems(error, show_input=False, unknown_keys=True, schema=schema)
     return f"invalid configuration in {source}: " + "; ".join(problems)
 
 
@@ -292,7 +299,7 @@ def load_settings(
     try:
         return KernelConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_errors(exc, source)) from None
+        raise ConfigError(describe_errors(exc, source, KernelConfig)) from None
 
 
 def redact_url(url: str) -> str:

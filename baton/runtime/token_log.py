@@ -21,6 +21,7 @@ from aiofiles.threadpool.binary import AsyncBufferedIOBase
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from structlog.typing import EventDict, WrappedLogger
 
+from baton._log import get_logger
 from baton._private import private_dir, private_opener
 from baton.errors import DiskFullFailure, FileTooLargeFailure, StateFileError
 from baton.runtime import disk_writes
@@ -32,7 +33,7 @@ from baton.runtime.log_files import TOKEN_LOG as TOKEN_LOG  # noqa: PLC0414
 from baton.runtime.logging import current_actor, redact_secrets
 from baton.runtime.token_records import record_model
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 DEFAULT_BACKUPS = 5

@@ -11,7 +11,19 @@ if TYPE_CHECKING:
     from baton.runtime.logging import LogFile
 
 LIGHT_COMMANDS = frozenset(
-    {"tell", "ask", "submit", "status", "show", "approve", "reject", "tail", "dead-letters", "stop"}
+    {
+        "tell",
+        "ask",
+        "submit",
+        "status",
+        "show",
+        "approve",
+        "reject",
+        "tail",
+        "dead-letters",
+        "stop",
+        "pull",
+    }
 )
 """The commands that import no structlog: logging is set up for them only if the event loop
 has something to log (`tests/server/test_cli_imports.py` holds them to it)."""
@@ -26,6 +38,7 @@ class CommandLogging:
         self._command = command
         self._file = file
         self._before: dict[str, Any] | None = None
+        self._was_configured = False
 
     def configure(self) -> None:
         """Set logging up, once."""
@@ -37,6 +50,7 @@ class CommandLogging:
         from baton.runtime.logging import configure_logging  # noqa: PLC0415
 
         self._before = structlog.get_config()
+        self._was_configured = structlog.is_configured()
         level = "info" if self._command in ("run", "worker") else "warning"
         configure_logging(file=self._file, level=level)
 
@@ -47,7 +61,12 @@ class CommandLogging:
 
             from baton.runtime.logging import stop_stdlib_forwarding  # noqa: PLC0415
 
-            structlog.configure(**self._before)
+            if self._was_configured:
+                structlog.configure(**self._before)
+            else:
+                # Unconfigured, baton's lines go to the standard library's logging, silent
+                # unless the program set it up (docs/architecture.md, "Where the log lines go").
+                structlog.reset_defaults()
             stop_stdlib_forwarding()
         if self._file is not None:
             self._file.close()

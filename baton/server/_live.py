@@ -35,6 +35,7 @@ from baton.pipeline.messages import ScenarioQuery
 from baton.pipeline.scenario_state import ACTIVE_PHASES, SCHEDULER, ScenarioState
 from baton.runtime.runtime import Runtime
 from baton.runtime.token_log import TokenLog
+from baton.server._render import render_scenario
 from baton.server._run_summary import AgentProgress, RunTally, counts_line, summary_lines
 from baton.server._scenario_reports import write_end_report
 
@@ -125,6 +126,8 @@ def render_panels(view: RunView) -> RenderableType:
     for (scenario, _), agent in tally.agents.items():
         scenarios.setdefault(scenario, []).append(agent)
     if not scenarios:
+        if view.submitting:
+            return Text(f"baton: submitting {', '.join(view.submitting)}…")
         return Text("baton: waiting for work (a scenario submitted, a message to an actor)")
     panels: list[RenderableType] = []
     for scenario, agents in scenarios.items():
@@ -160,14 +163,33 @@ def render_panels(view: RunView) -> RenderableType:
                 *(Text(cell) for cell in cells), style=None if agent is working else "dim"
             )
         body: RenderableType = table
-        if state is not None and state.phase == "awaiting_approval":
-            hint = (
-                f"waiting for `baton approve {scenario}` (or `baton reject {scenario} --reason R`)"
-            )
-            body = Group(table, Text(hint))
+        note = _state_note(scenario, state)
+        if note is not None:
+            body = Group(table, Text(note))
         panels.append(Panel(body, title=Text(title), title_align="left", expand=False))
     footer = Text(counts_line(tally))
     return Group(*panels, footer)
+
+
+def _state_note(scenario: str, state: ScenarioState | None) -> str | None:
+    """What the scenario waits for, or why it ended, under its panel."""
+    if state is None:
+        return None
+    if state.phase == "awaiting_approval":
+        return f"waiting for `baton approve {scenario}` (or `baton reject {scenario} --reason R`)"
+    if state.waiting:
+        return state.waiting
+    if state.phase in ("failed", "stopped") and state.reason:
+        return f"{state.phase}: {state.reason}"
+    return None
+
+
+def state_line(state: ScenarioState) -> str:
+    """A scenario's phase as a progress line; an end that is not a success says why."""
+    line = f"{state.scenario}: {state.phase} (iteration {state.iteration})"
+    if state.phase in ("failed", "stopped") and state.reason:
+        line += f" — {state.reason}"
+    return line
 
 
 class RunView:
@@ -184,6 +206,8 @@ class RunView:
         self._changed = anyio.Event()
         self._moved: set[str] = set()  # scenarios whose phase changed while this process ran
         self.reports: dict[str, Path] = {}  # the report written as each scenario ended
+        self.ended: set[str] = set()  # scenarios whose `ended` line was printed
+        self.submitting: tuple[str, ...] = ()  # what `--submit` names, until it is seen
 
     def scenarios(self) -> dict[str, ScenarioState]:
         """The states of the scenarios this process worked on (not every one on record)."""
@@ -201,6 +225,17 @@ class RunView:
     def out(self) -> TextIO:
         """Where `baton run`'s own lines (banner, submitted, ended) go."""
         return self._screen.out if self._screen is not None else self._target
+
+    def say(self, line: str) -> None:
+        """Print one of `baton run`'s own lines now (above the live panel on a terminal)."""
+        print(line, file=self.out, flush=True)
+
+    def seen(self, state: ScenarioState) -> None:
+        """A state this process learned of first hand (a submit's answer): shown at once."""
+        self.states[state.scenario] = state
+        self._moved.add(state.scenario)
+        if self._screen is not None:
+            self._screen.update(self, None)
 
     @contextmanager
     def showing(self) -> Iterator[RunView]:
@@ -254,26 +289,35 @@ class RunView:
         *,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Keep the scenario states current: asked at start, after handoffs and ends."""
+        """Keep the scenario states current: asked at start, after handoffs, and whenever
+        the Scheduler changes a state (a phase, a wait for the model, an end)."""
         self.started = True
         if self._screen is not None:
             self._screen.update(self, None)
         task_status.started()
         while runtime.is_alive(SCHEDULER):
-            ended = pipeline.next_scenario_end()
+            ended, changed = pipeline.next_scenario_end(), pipeline.next_change()
             self._changed = anyio.Event()
+            for state in pipeline.take_changes():
+                self._apply(state)
             await self.refresh_states(runtime, _ASK_TIMEOUT)
             await self.report_ended(runtime, pipeline)
             async with anyio.create_task_group() as race:
                 race.start_soon(_set_after, ended, self._changed)
+                race.start_soon(_set_after, changed, self._changed)
                 await self._changed.wait()
                 race.cancel_scope.cancel()
 
     async def report_ended(self, runtime: Runtime, pipeline: Pipeline) -> None:
-        """Write the report of each scenario that ended since the last call, and say where."""
+        """Say how each scenario that ended since the last call ended (`ended NAME: phase —
+        reason`, in every mode), write its report and say where."""
         prices = pipeline.spend.prices if pipeline.spend is not None else PRICES
         workspace = runtime.workspace or self.workspace
         for state in pipeline.take_ended():
+            self.states[state.scenario] = state
+            self._moved.add(state.scenario)
+            self.ended.add(state.scenario)
+            self.say(f"ended {render_scenario(state)}")
             # Taken is taken: a stop arriving meanwhile (idleness, a signal) must not lose
             # the report, nor leave it to the final call, which no longer sees this end.
             with anyio.CancelScope(shield=True):
@@ -294,22 +338,31 @@ class RunView:
         except BatonError:
             return
         for state in states or ():
-            before = self.states.get(state.scenario)
-            self.states[state.scenario] = state
-            if before is not None and (before.phase, before.iteration) == (
-                state.phase,
-                state.iteration,
-            ):
-                continue
-            # First seen: one an earlier process finished is not this run's; an active one
-            # is, and its `submitted` line already said `designing`.
-            if before is None and state.phase not in ACTIVE_PHASES:
-                continue
+            self._apply(state)
+
+    def _apply(self, state: ScenarioState) -> None:
+        """Take `state` as the scenario's; say what changed (its phase, its wait)."""
+        before = self.states.get(state.scenario)
+        self.states[state.scenario] = state
+        active = state.phase in ACTIVE_PHASES
+        if active and state.waiting != (before.waiting if before is not None else None):
             self._moved.add(state.scenario)
-            line = f"{state.scenario}: {state.phase} (iteration {state.iteration})"
-            news = before is not None or state.phase != "designing"
+            waiting = state.waiting or "no longer waiting"
             if self._screen is not None:
-                self._screen.update(self, line if news else None)
+                self._screen.update(self, f"{state.scenario}: {waiting}")
+        if before is not None and (before.phase, before.iteration) == (
+            state.phase,
+            state.iteration,
+        ):
+            return
+        # First seen: one an earlier process finished is not this run's; an active one is,
+        # and its `submitted` line already said `designing`.
+        if before is None and not active:
+            return
+        self._moved.add(state.scenario)
+        news = before is not None or state.phase != "designing"
+        if self._screen is not None:
+            self._screen.update(self, state_line(state) if news else None)
 
 
 async def _set_after(source: anyio.Event, target: anyio.Event) -> None:

@@ -84,9 +84,9 @@ def loop_exception_handler(
         # structlog, and rich which it loads, only once there is a line to log: the
         # command line's light commands start without them (docs/architecture.md, "What a
         # command imports").
-        import structlog  # noqa: PLC0415
+        from baton._log import get_logger  # noqa: PLC0415
 
-        structlog.get_logger(__name__).error("loop.error", **fields)
+        get_logger(__name__).error("loop.error", **fields)
 
     return handle
 

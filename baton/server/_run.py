@@ -7,16 +7,17 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 import anyio
-import structlog
 from anyio import CancelScope
 from anyio.abc import TaskStatus
 
+from baton._log import get_logger
+from baton.agents.in_flight import CALLS_IN_FLIGHT
 from baton.errors import BatonError, DiskFullFailure
 from baton.models.telemetry import open_telemetry
 from baton.pipeline.config import BatonConfig, load_config
@@ -35,8 +36,9 @@ from baton.server._render import render_scenario
 from baton.server._workspace_claim import claim_workspace
 from baton.server.control_server import ControlServer
 from baton.server.errors import ScenarioFailure
+from baton.storage.url import open_storage
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,15 +52,22 @@ class RunOptions:
     auto_approve: bool = False
     actors: Sequence[str] = ()
     mailbox: str | None = None
+    storage: str | None = None  # `--storage`: over `[storage] url`
     roles: Sequence[str] | None = None
     record: bool = False
     json_logs: bool = False  # `--log-format json`: log lines on stderr, so no live panel
 
 
-def command_line_config(workspace: Path, mailbox: str | None) -> BatonConfig:
-    """The workspace's configuration with `--mailbox` applied on top."""
-    overrides = {"runtime": {"mailbox": mailbox}} if mailbox is not None else None
-    return load_config(workspace, overrides=overrides)
+def command_line_config(
+    workspace: Path, mailbox: str | None, storage: str | None = None
+) -> BatonConfig:
+    """The workspace's configuration with `--mailbox` and `--storage` applied on top."""
+    overrides: dict[str, dict[str, str]] = {}
+    if mailbox is not None:
+        overrides["runtime"] = {"mailbox": mailbox}
+    if storage is not None:
+        overrides["storage"] = {"url": storage}
+    return load_config(workspace, overrides=overrides or None)
 
 
 def load_actor_class(spec: str) -> tuple[str, type[Actor]]:
@@ -84,12 +93,50 @@ def load_actor_class(spec: str) -> tuple[str, type[Actor]]:
     return name, found
 
 
-async def watch_signals(stop: anyio.Event, *, task_status: TaskStatus[None]) -> None:
+async def watch_signals(
+    stop: anyio.Event,
+    *,
+    now: anyio.Event | None = None,
+    say: Callable[[str], None] | None = None,
+    task_status: TaskStatus[None],
+) -> None:
+    """The first SIGINT or SIGTERM sets `stop` (and says so); a second one sets `now`."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         task_status.started()
         async for received in signals:
             log.info("run.signal", signal=signal.Signals(received).name)
+            first = not stop.is_set()
             stop.set()
+            if now is not None and not first:
+                now.set()
+            if say is not None:
+                say(STOPPING if first else "baton: stopping now")
+
+
+STOPPING = "baton: stopping… (press Ctrl-C again to stop at once)"
+QUICK_DRAIN_S = 0.0
+"""How long a stopping `baton run` lets its actors go on once no model call is in flight:
+none; what they wait for is cancelled and their journals resume it (README.md, "Running
+baton")."""
+
+
+async def wait_for_calls(
+    runtime: Runtime, now: anyio.Event, say: Callable[[str], None], timeout: float
+) -> None:
+    """Before the drain: let the model calls in flight come back and be journaled (up to
+    `timeout`, or until `now`), saying how many and how long; then the drain is quick."""
+    in_flight = CALLS_IN_FLIGHT.count
+    if in_flight and not now.is_set():
+        say(
+            f"baton: waiting up to {timeout:g}s for {in_flight} model call(s) in flight, so "
+            "their replies are kept (press Ctrl-C again to stop at once)"
+        )
+        with anyio.move_on_after(timeout):
+            async with anyio.create_task_group() as race:
+                race.start_soon(_cancel_when_set, now, race.cancel_scope)
+                await CALLS_IN_FLIGHT.wait_idle()
+                race.cancel_scope.cancel()
+    runtime.hurry(QUICK_DRAIN_S)
 
 
 async def _cancel_when_set(event: anyio.Event, scope: CancelScope) -> None:
@@ -103,7 +150,11 @@ async def _cancel_when_stopped(runtime: Runtime, name: str, scope: CancelScope) 
 
 
 async def _cancel_when_idle(
-    runtime: Runtime, pipeline: Pipeline, scope: CancelScope, out: TextIO
+    runtime: Runtime,
+    pipeline: Pipeline,
+    scope: CancelScope,
+    view: RunView,
+    submitted: Sequence[str],
 ) -> None:
     states: list[ScenarioState] = []
     full_waits = 0
@@ -128,17 +179,27 @@ async def _cancel_when_idle(
         async with anyio.create_task_group() as race:
             race.start_soon(_cancel_when_set, next_end, race.cancel_scope)
             race.start_soon(_cancel_when_stopped, runtime, SCHEDULER, race.cancel_scope)
+    await view.report_ended(runtime, pipeline)
     for state in states:
-        print(f"ended {render_scenario(state)}", file=out, flush=True)
+        # A submitted scenario that ended before this process (nothing ended here): its
+        # state is still the answer to `--submit` (README.md, "What `baton run` shows").
+        if state.scenario in submitted and state.scenario not in view.ended:
+            view.ended.add(state.scenario)
+            view.say(f"ended {render_scenario(state)}")
     log.info("run.idle")
     scope.cancel()
 
 
 def failed_scenarios(states: Iterable[ScenarioState]) -> ScenarioFailure | None:
-    """What `baton run --exit-when-idle` exits with when a scenario it ran ended `failed`:
-    exit status 1, so a script or CI can tell (README.md, "What `baton run` shows")."""
-    failed = [state.scenario for state in states if state.phase == "failed"]
-    return ScenarioFailure(failed) if failed else None
+    """What `baton run --exit-when-idle` exits with when a scenario it ran did not complete
+    (`failed`, or `stopped` at its spend cap): exit status 1, so a script or CI can tell
+    (README.md, "What `baton run` shows")."""
+    unfinished = [
+        f"{state.scenario} ({state.phase})"
+        for state in states
+        if state.phase in ("failed", "stopped")
+    ]
+    return ScenarioFailure(unfinished) if unfinished else None
 
 
 async def _start(
@@ -149,6 +210,7 @@ async def _start(
     options: RunOptions,
     actors: list[tuple[str, type[Actor]]],
     out: TextIO,
+    on_submitted: Callable[[ScenarioState], None] | None = None,
 ) -> None:
     for name, actor_type in actors:
         await runtime.spawn(name, actor_type)
@@ -185,16 +247,25 @@ async def _start(
         )
         state = await runtime.ask(SCHEDULER, start, timeout=30)
         print(f"submitted {render_scenario(state)}", file=out, flush=True)
+        if on_submitted is not None:
+            on_submitted(state)
 
 
 async def _serve(
-    options: RunOptions, actors: list[tuple[str, type[Actor]]], stop: anyio.Event, view: RunView
+    options: RunOptions,
+    actors: list[tuple[str, type[Actor]]],
+    stop: anyio.Event,
+    view: RunView,
+    now: anyio.Event,
 ) -> None:
     out = view.out
     async with claim_workspace(options.workspace) as claim:
         config = await anyio.to_thread.run_sync(
-            command_line_config, claim.workspace, options.mailbox
+            command_line_config, claim.workspace, options.mailbox, options.storage
         )
+        # A store that cannot be used stops the start with one line (docs/storage.md,
+        # "Checked at start").
+        await open_storage(config.storage.url, claim.workspace).check()
         async with (
             open_telemetry(config.telemetry),  # outermost: flushed after the drain
             Runtime.open(claim.workspace, config=config) as runtime,
@@ -204,6 +275,7 @@ async def _serve(
                 roles=options.roles or AGENTS,
                 record=options.record,
                 require_scenario_model=True,
+                say=view.say,
             ) as pipeline,
             ControlServer.open(runtime, claim=claim) as server,
         ):
@@ -219,16 +291,25 @@ async def _serve(
                     options=options,
                     actors=actors,
                     out=out,
+                    on_submitted=view.seen,
                 )
                 settle_heap()
                 if options.exit_when_idle:
                     serving.start_soon(
-                        _cancel_when_idle, runtime, pipeline, serving.cancel_scope, out
+                        _cancel_when_idle,
+                        runtime,
+                        pipeline,
+                        serving.cancel_scope,
+                        view,
+                        options.submit,
                     )
                 await anyio.sleep_forever()
             with anyio.CancelScope(shield=True):  # the summary's last word on each scenario
                 await view.refresh_states(runtime)
                 await view.report_ended(runtime, pipeline)
+                await wait_for_calls(
+                    runtime, now, view.say, runtime.config.runtime.shutdown_timeout
+                )
             log.info("run.stopping", workspace=str(claim.workspace))
 
 
@@ -241,15 +322,22 @@ async def run(options: RunOptions, out: TextIO) -> None:
         )
     if options.auto_approve and not options.submit:
         raise CommandLineError("--auto-approve goes with --submit SCENARIO; add the scenario")
+    if not options.workspace.is_dir():
+        # A mistyped path must not become a new, empty workspace without a word.
+        raise CommandLineError(
+            f"--workspace {options.workspace} is not a directory — give the folder that holds "
+            "scenarios/ (or create it first)"
+        )
     actors = [load_actor_class(spec) for spec in options.actors]
-    stop = anyio.Event()
+    stop, now = anyio.Event(), anyio.Event()
+    view = RunView.for_output(out, workspace=options.workspace, json_logs=options.json_logs)
+    view.submitting = tuple(options.submit)
     async with anyio.create_task_group() as watcher:
         # Listening before the socket exists: a signal at any time after start drains.
-        await watcher.start(watch_signals, stop)
-        view = RunView.for_output(out, workspace=options.workspace, json_logs=options.json_logs)
+        await watcher.start(functools.partial(watch_signals, stop, now=now, say=view.say))
         try:
             with view.showing():
-                await _serve(options, actors, stop, view)
+                await _serve(options, actors, stop, view, now)
         finally:
             watcher.cancel_scope.cancel()
     failure = failed_scenarios(view.scenarios().values()) if options.exit_when_idle else None

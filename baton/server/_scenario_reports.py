@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
-import structlog
 
+from baton._log import get_logger
 from baton.errors import BatonError
 from baton.models.pricing import PRICES, ModelPrice
 from baton.runtime.token_log import TokenLog
 from baton.server._report_command import write_report
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 async def write_end_report(

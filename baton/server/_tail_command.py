@@ -18,6 +18,8 @@ from typing import Any
 
 import anyio
 
+from baton._write_rules import SCENARIOS_DIR
+from baton.agents.messages import scenario_of
 from baton.errors import UsageError
 from baton.server._log_location import checked_token_log
 from baton.server._render import render_record
@@ -27,6 +29,7 @@ from baton.server._tail_filters import (
     TailFilter,
     check_actor,
     check_event,
+    check_scenario,
     configured_actors,
     log_files,
 )
@@ -119,6 +122,38 @@ async def _logged_actors(files: list[Path], wanted: str) -> set[str]:
     return actors
 
 
+async def _logged_scenarios(files: list[Path], wanted: str) -> set[str]:
+    """The scenarios of the records in `files`, stopping early once `wanted` is among them."""
+    scenarios: set[str] = set()
+    for file in files:
+        async for line in read_lines(file):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            scenario = record.get("scenario") if isinstance(record, dict) else None
+            if isinstance(scenario, str):
+                scenarios.add(scenario_of(scenario))
+                if scenarios & {wanted}:
+                    return scenarios
+    return scenarios
+
+
+def _scenario_folders(workspace: Path) -> list[str]:
+    folder = workspace / SCENARIOS_DIR
+    return [entry.name for entry in folder.iterdir() if entry.is_dir()] if folder.is_dir() else []
+
+
+async def _check_scenario(options: TailOptions, path: Path) -> None:
+    assert options.scenario is not None
+    folders = await anyio.to_thread.run_sync(_scenario_folders, options.workspace)
+    wanted = scenario_of(options.scenario)
+    if wanted in folders:
+        return
+    logged = await _logged_scenarios(log_files(path, rotated=True), wanted)
+    check_scenario(options.scenario, folders, logged)
+
+
 async def _check_actor(options: TailOptions, path: Path) -> None:
     assert options.actor is not None
     configured = await anyio.to_thread.run_sync(configured_actors, options.workspace)
@@ -149,6 +184,8 @@ async def tail(options: TailOptions, out: Print) -> None:
         )
     if options.actor is not None:
         await _check_actor(options, path)
+    if options.scenario is not None:
+        await _check_scenario(options, path)
     printer = _Printer(options, out)
     # Closed as soon as the tail ends (Ctrl+C, a closed pipe), not when collected.
     async with aclosing(_history(files[:-1])) as history:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from baton._suggest import did_you_mean
 from baton.agents.messages import RUN_SEPARATOR, scenario_of
 from baton.errors import BatonError
 from baton.pipeline.errors import CommandLineError
@@ -146,6 +147,19 @@ def check_actor(actor: str, configured: Iterable[str], logged: Iterable[str]) ->
     if actor in known:
         return
     raise CommandLineError(
-        f"unknown actor {actor!r} — known: {', '.join(known)} (the configured actors and "
-        "those in the token log)"
+        f"unknown actor {actor!r}{did_you_mean(actor, known)} — known: {', '.join(known)} "
+        "(the configured actors and those in the token log)"
+    )
+
+
+def check_scenario(scenario: str, folders: Iterable[str], logged: Iterable[str]) -> None:
+    """`CommandLineError` naming the known scenarios unless `scenario` (`NAME` or one run,
+    `NAME@N`) is one of them: a tail that would print nothing for a typo says so instead."""
+    known = sorted({*folders, *logged})
+    if scenario_of(scenario) in known or scenario in known:
+        return
+    listed = ", ".join(known) if known else "none yet"
+    raise CommandLineError(
+        f"unknown scenario {scenario!r}{did_you_mean(scenario_of(scenario), known)} — known: "
+        f"{listed} (the workspace's scenarios and those in the token log)"
     )

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import structlog
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from baton._log import get_logger
 from baton.runtime.token_log import TokenLog
 from baton.server._tail import read_lines
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 NDJSON = "application/x-ndjson"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TextIO
 
 import anyio
-import structlog
 
+from baton._log import get_logger
 from baton.errors import UsageError
 from baton.models.telemetry import open_telemetry
 from baton.pipeline.errors import CommandLineError
@@ -25,8 +25,9 @@ from baton.runtime.runtime import Runtime
 from baton.runtime.settings import is_redis_url, redact_url
 from baton.server._heap import settle_heap
 from baton.server._run import command_line_config, watch_signals
+from baton.storage.url import open_storage
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,7 @@ class WorkerOptions:
     workspace: Path
     actors: Sequence[str]  # pipeline actor names, one per item
     mailbox: str | None = None
+    storage: str | None = None  # `--storage`: over `[storage] url`
 
 
 def _roles(names: Sequence[str]) -> tuple[str, ...]:
@@ -56,12 +58,16 @@ async def work(options: WorkerOptions, out: TextIO) -> None:
     workspace = options.workspace
     if not await anyio.Path(workspace).is_dir():
         raise CommandLineError(f"workspace {workspace} is not a directory")
-    config = await anyio.to_thread.run_sync(command_line_config, workspace, options.mailbox)
+    config = await anyio.to_thread.run_sync(
+        command_line_config, workspace, options.mailbox, options.storage
+    )
     if not is_redis_url(config.runtime.mailbox):
         raise CommandLineError(
             "a worker shares mailboxes with `baton run` over Redis: pass --mailbox "
             "redis://HOST:PORT/DB (or set runtime.mailbox in baton.toml)"
         )
+    # As `baton run`: a store that cannot be used stops the start with one line.
+    await open_storage(config.storage.url, workspace).check()
     stop = anyio.Event()
     async with anyio.create_task_group() as watcher:
         await watcher.start(watch_signals, stop)

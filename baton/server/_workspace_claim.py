@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import structlog
 
+from baton._log import get_logger
 from baton._private import private_dir, private_opener
 from baton.errors import StateFileError, UsageError
 from baton.server._workspace_files import CONTROL_SOCKET, PID_FILE, read_pid
 from baton.server.errors import WorkspaceBusyError
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # sockaddr_un.sun_path holds 108 bytes on Linux (104 on macOS), the terminating NUL included.
 SOCKET_PATH_MAX = 103

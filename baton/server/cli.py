@@ -96,6 +96,18 @@ def _since(text: str) -> datetime:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _scenario(text: str) -> str:
+    """A scenario name the command line takes: refused here, in one line, when it breaks the
+    rule (not by the runtime, in a traceback or an HTTP error)."""
+    from baton.pipeline.errors import InvalidScenarioNameError  # noqa: PLC0415
+    from baton.pipeline.scenario_names import check_scenario_name  # noqa: PLC0415
+
+    try:
+        return check_scenario_name(text)
+    except InvalidScenarioNameError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _print(text: str) -> None:
     print(text, flush=True)  # noqa: T201 - the CLI's output
 
@@ -124,6 +136,7 @@ async def _run(args: argparse.Namespace) -> None:
         auto_approve=args.auto_approve,
         actors=tuple(args.actor),
         mailbox=args.mailbox,
+        storage=args.storage,
         roles=_role_list(args.actors) if args.actors else None,
         json_logs=args.log_format == "json",
         record=args.record,
@@ -140,7 +153,10 @@ async def _worker(args: argparse.Namespace) -> None:
     from baton.server._worker import WorkerOptions, work  # noqa: PLC0415
 
     options = WorkerOptions(
-        workspace=Path(args.workspace), actors=_role_list(args.actors), mailbox=args.mailbox
+        workspace=Path(args.workspace),
+        actors=_role_list(args.actors),
+        mailbox=args.mailbox,
+        storage=args.storage,
     )
     await work(options, sys.stdout)
 
@@ -166,9 +182,18 @@ async def _new(args: argparse.Namespace) -> None:
 
 async def _status(args: argparse.Namespace) -> None:
     from baton.server._render import render_status  # noqa: PLC0415
+    from baton.server.errors import NoRuntimeError  # noqa: PLC0415
 
-    async with _connect(args) as client:
-        report = await client.status()
+    try:
+        async with _connect(args) as client:
+            report = await client.status()
+    except NoRuntimeError:
+        # Nothing answers: what is on disk as well (README.md, "Running baton"); the exit
+        # status and the error line still say it is not running.
+        from baton.server._status_offline import offline_status  # noqa: PLC0415
+
+        _print(await offline_status(args.workspace, as_json=args.json))
+        raise
     _print(report.model_dump_json(indent=2) if args.json else render_status(report, args.workspace))
 
 
@@ -218,6 +243,20 @@ async def _report(args: argparse.Namespace) -> None:
     out = None if args.out is None else Path(args.out)
     written = await anyio.to_thread.run_sync(write_report, workspace, args.scenario, out)
     _print(str(written))
+
+
+async def _pull(args: argparse.Namespace) -> None:
+    # Imported here: only this command opens the store (and, for s3://, its client).
+    from baton.server._pull_command import PullOptions, pull  # noqa: PLC0415
+
+    options = PullOptions(
+        workspace=Path(args.workspace),
+        scenario=args.scenario,
+        into=Path(args.dir),
+        storage=args.storage,
+        force=args.force,
+    )
+    await pull(options, _print)
 
 
 async def _tail(args: argparse.Namespace) -> None:
@@ -307,8 +346,31 @@ def _report_arguments(report: argparse.ArgumentParser) -> None:
     )
 
 
+STORAGE_HELP = (
+    "where the workspace's files are kept, overriding [storage] url: s3://BUCKET[/PREFIX] "
+    "(endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
+    "AWS_SECRET_ACCESS_KEY, AWS_REGION), or '' for the workspace folder"
+)
+PULL_HELP = (
+    "copy every file of scenario NAME (scenarios/NAME/) from the workspace's store, its "
+    "folder or an s3:// bucket, into DIR, created if missing; prints each file, then the "
+    "count and bytes (works without a running runtime)"
+)
+
+
+def _pull_arguments(pull: argparse.ArgumentParser) -> None:
+    pull.add_argument("scenario", metavar="NAME", type=_scenario)
+    pull.add_argument("dir", metavar="DIR", help="the local folder to copy into")
+    pull.add_argument("--storage", metavar="URL", help=STORAGE_HELP)
+    pull.add_argument(
+        "--force",
+        action="store_true",
+        help="copy into a DIR that is not empty, replacing the files the scenario has there",
+    )
+
+
 def _submit_arguments(submit: argparse.ArgumentParser) -> None:
-    submit.add_argument("scenario", metavar="SCENARIO")
+    submit.add_argument("scenario", metavar="SCENARIO", type=_scenario)
     submit.add_argument("--requirement", metavar="TEXT")
     submit.add_argument(
         "--auto-approve",
@@ -393,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--submit",
         metavar="SCENARIO",
         action="append",
+        type=_scenario,
         help="submit SCENARIO once started; repeat it to run several side by side",
     )
     run_cmd.add_argument(
@@ -427,6 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
         "redis://HOST:PORT/DB to share actors with `baton worker` processes"
     )
     run_cmd.add_argument("--mailbox", metavar="BACKEND", help=mailbox_help)
+    run_cmd.add_argument("--storage", metavar="URL", help=STORAGE_HELP)
     _log_format_argument(run_cmd)
     run_cmd.add_argument(
         "--actors",
@@ -453,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="redis://HOST:PORT/DB",
         help="the Redis that `baton run` uses (default: runtime.mailbox of the workspace)",
     )
+    worker.add_argument("--storage", metavar="URL", help=STORAGE_HELP)
     _log_format_argument(worker)
 
     _submit_arguments(
@@ -480,6 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     _report_arguments(command("report", _report, REPORT_HELP))
 
+    _pull_arguments(command("pull", _pull, PULL_HELP))
+
     status = command(
         "status",
         _status,
@@ -495,7 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
         _show,
         "show one scenario's state and its pending handoff (summary, design files, commands)",
     )
-    show.add_argument("scenario", metavar="SCENARIO")
+    show.add_argument("scenario", metavar="SCENARIO", type=_scenario)
     show.add_argument("--json", action="store_true", help="print the state as JSON")
 
     dead = command(
@@ -514,10 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
     dead.add_argument("--json", action="store_true", help="print the list as JSON")
 
     approve = command("approve", _approve, "approve a scenario's pending handoff")
-    approve.add_argument("scenario", metavar="SCENARIO")
+    approve.add_argument("scenario", metavar="SCENARIO", type=_scenario)
 
     reject = command("reject", _reject, "reject a scenario's pending handoff")
-    reject.add_argument("scenario", metavar="SCENARIO")
+    reject.add_argument("scenario", metavar="SCENARIO", type=_scenario)
     reject.add_argument("--reason", required=True, metavar="R", help="why; Init gets it back")
 
     memory_commands(commands, common)
@@ -567,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:
         sys.stderr.write(
             "baton: error: choose a command (run, worker, submit, new, tell, ask, tail, report, "
-            "show, approve, reject, dead-letters, memory, stop) — see `baton --help`\n"
+            "pull, show, approve, reject, dead-letters, memory, stop) — see `baton --help`\n"
         )
         return EXIT_USAGE
     logs = CommandLogging(args.name, _log_file(args))

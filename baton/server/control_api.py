@@ -40,7 +40,6 @@ from importlib.metadata import version
 from typing import Annotated, Any
 
 import anyio
-import structlog
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -52,6 +51,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import baton.pipeline.statuses  # noqa: F401 - the pipeline's errors' statuses, registered
+from baton._log import get_logger
 from baton.errors import BatonError, validation_problems
 from baton.runtime._error_wire import ErrorDetail, error_body, status_for
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT
@@ -77,7 +77,7 @@ from baton.server._tail import record_matches
 from baton.server._token_stream import NDJSON, FollowResponse, file_lines
 from baton.server.errors import InvalidPayloadError, MailboxStillFullError
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def _baton_error_response(error: BatonError) -> JSONResponse:

@@ -10,10 +10,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-import structlog
 import uvicorn
 from anyio.abc import TaskStatus
 
+from baton._log import get_logger
 from baton.errors import UsageError
 from baton.runtime.runtime import Runtime
 from baton.server._request_limits import header_deadline
@@ -21,7 +21,7 @@ from baton.server._workspace_claim import WorkspaceClaim, claim_workspace
 from baton.server.control_api import create_control_app
 from baton.server.embedded_uvicorn import EmbeddedUvicorn
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 GRACEFUL_TIMEOUT = 5
 

@@ -57,13 +57,14 @@ class MailboxStillFullError(MailboxFullError):
 
 
 class ScenarioFailure(RuntimeFailure):
-    """Raised when `baton run --exit-when-idle` ends and a scenario it ran ended `failed`, so
-    the command exits 1 and a script or CI can tell (the `ended` lines above say why)."""
+    """Raised when `baton run --exit-when-idle` ends and a scenario it ran did not complete
+    (it failed, or stopped at its spend cap), so the command exits 1 and a script or CI can
+    tell (the `ended` lines above say why)."""
 
-    def __init__(self, failed: Sequence[str]) -> None:
-        self.failed = list(failed)
-        names = ", ".join(repr(name) for name in self.failed)
+    def __init__(self, unfinished: Sequence[str]) -> None:
+        self.unfinished = list(unfinished)
+        names = ", ".join(self.unfinished)
         super().__init__(
-            f"{len(self.failed)} scenario(s) failed: {names} — see the `ended` line of each "
-            "above, and `baton tail --scenario NAME` for what led there"
+            f"{len(self.unfinished)} scenario(s) did not complete: {names} — see the `ended` "
+            "line of each above, and `baton tail --scenario NAME` for what led there"
         )

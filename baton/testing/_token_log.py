@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import baton.pipeline.records  # noqa: F401 - every layer's records, registered: what is read
 from baton.runtime.log_files import rotated_files
 from baton.runtime.token_log import TOKEN_LOG, capture_sinks
 

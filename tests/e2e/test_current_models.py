@@ -48,7 +48,10 @@ async def finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
 
 
 async def banner(process: subprocess.Popen[str]) -> str:
+    """The banner, once the line saying what the start checks online has come first."""
     assert process.stdout is not None
+    checking: str = await anyio.to_thread.run_sync(process.stdout.readline)
+    assert checking.startswith("baton: checking the agents' models with the Models API"), checking
     line: str = await anyio.to_thread.run_sync(process.stdout.readline)
     assert line.startswith("baton: Claude"), line
     return line
@@ -79,7 +82,10 @@ async def test_a_retired_default_model_stops_baton_run_with_one_line(tmp_path: P
         messages = api.requests_to("messages")
     errors = [line for line in err.splitlines() if line.startswith("baton run: error:")]
     assert 1 == code
-    assert "" == out  # no banner, nothing submitted
+    # What it checks, then no banner, nothing submitted.
+    assert [f"baton: checking the agents' models with the Models API at {api.base_url}…"] == (
+        out.splitlines()
+    )
     assert [
         "baton run: error: actor 'execute': model 'claude-sonnet-5-5' is retired; "
         'set [actors.execute] model = "claude-sonnet-5" in baton.toml'

@@ -46,4 +46,4 @@ def test_exit_when_idle_exits_1_when_a_journal_reaches_the_file_size_limit(
     assert 1 == run.returncode, run.stderr[-3000:]
     assert ended.startswith(f"ended {NAME}: failed")
     assert why in ended
-    assert error.startswith(f"baton run: error: 1 scenario(s) failed: '{NAME}'")
+    assert error.startswith(f"baton run: error: 1 scenario(s) did not complete: {NAME} (failed)")

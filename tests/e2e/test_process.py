@@ -41,9 +41,18 @@ class Child:
     `select` on the pipe is not enough: one `readline` can pull several lines into Python's
     buffer, and the next `select` then waits for bytes that already arrived."""
 
-    def __init__(self, argv: list[str], stderr: IO[str] | None = None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        stderr: IO[str] | None = None,
+        environ: dict[str, str] | None = None,
+    ) -> None:
         self.proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env()
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**env(), **(environ or {})},
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -171,7 +171,7 @@ async def test_a_replay_without_a_reply_ends_the_scenario_with_one_line(
     ended = ended_line(out)
     assert 1 == code, err[-2000:]  # a failed scenario: `--exit-when-idle` exits 1
     assert ended.startswith(f"ended {NAME}: failed"), ended
-    assert f"baton run: error: 1 scenario(s) failed: '{NAME}'" in err
+    assert f"baton run: error: 1 scenario(s) did not complete: {NAME} (failed)" in err
     assert (
         f"replay diverged: {path.relative_to(replay)} has no reply for actor '{actor}', "
         f"conversation '{NAME}', turn 1 ({purpose}) — re-record it with ANTHROPIC_API_KEY set: "

@@ -14,7 +14,9 @@ from tests.pipeline.test_cost_cap import scripted, set_cap
 REPORT = Path(".baton") / "reports" / "mini.html"
 
 
-def run(workspace: Path) -> list[str]:
+def run(workspace: Path, *, code: int = 0) -> list[str]:
+    """`baton run --submit mini --exit-when-idle`'s output; it exits `code` (1: the scenario
+    did not complete)."""
     result = subprocess.run(
         [BATON, "run", "--submit", "mini", "--exit-when-idle", "--workspace", str(workspace)],
         capture_output=True,
@@ -23,7 +25,7 @@ def run(workspace: Path) -> list[str]:
         env=env(),
         check=False,
     )
-    assert 0 == result.returncode, result.stderr[-2000:]
+    assert code == result.returncode, result.stderr[-2000:]
     return result.stdout.splitlines()
 
 
@@ -35,7 +37,7 @@ def test_a_capped_run_stops_with_a_report_and_resumes_to_completion(tmp_path: Pa
     """Each end (stopped at the cap, then completed) writes the report and prints its path."""
     scripted(tmp_path, cap=2.0)
     report = tmp_path / REPORT
-    first = run(tmp_path)
+    first = run(tmp_path, code=1)  # stopped at its cap: not completed
     assert f"mini: stopped · report {report}" in progress(first)
     assert f"    report: {report}" in first
     assert "budget: spent $" in "\n".join(first)

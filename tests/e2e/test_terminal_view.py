@@ -55,6 +55,10 @@ class Terminal:
         """What the pane shows now, as text (no escape codes)."""
         return self._run("capture-pane", "-p")
 
+    def send_keys(self, *keys: str) -> None:
+        """Type `keys` into the pane (tmux key names: `C-c` is Ctrl-C)."""
+        self._run("send-keys", *keys)
+
     def wait_done(self) -> None:
         """Return once the command has exited."""
         self._run("wait-for", self.done, timeout=RUN_DEADLINE)
@@ -136,6 +140,9 @@ def test_a_run_stopped_mid_scenario_prints_plain_progress_and_the_summary(
         f"{SCENARIO}: init handed off (init_to_execute)",
         f"{SCENARIO}: awaiting_approval (iteration 0)",
     ] == progress
-    assert re.match(r"baton: summary · [1-9]\d* model calls · ", rest[0]), rest
+    # SIGTERM is said at once; a model call in flight, if any, is waited for and said too.
+    assert "baton: stopping… (press Ctrl-C again to stop at once)" == rest[0]
+    summary = [line for line in rest if line.startswith("baton: summary")]
+    assert re.match(r"baton: summary · [1-9]\d* model calls · ", summary[0]), rest
     assert f"  {SCENARIO}: awaiting_approval (iteration 0)" in rest
     assert "\x1b" not in "".join(lines + rest)

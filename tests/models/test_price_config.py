@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from baton.context.usage import Usage
 from baton.errors import ConfigError
-from baton.models.pricing import PRICES, ModelPrice
+from baton.models.price_config import missing_price_lines
+from baton.models.pricing import PRICES, UNKNOWN, LongPromptPrice, ModelPrice
 from baton.models.protocol import ModelResponse, model_call_fields
 from baton.pipeline.config import load_config, parse_config
 from baton.pipeline.defaults import role_budget
@@ -29,6 +31,67 @@ def test_a_model_the_package_does_not_price_gets_cache_writes_from_its_input() -
     assert ModelPrice(2.0, 8.0, 2.5, 4.0, None) == table["my-model"]
 
 
+def test_an_override_can_give_a_model_a_long_prompt_tier() -> None:
+    """`[prices."m".long_prompt]` names its threshold and its prices; cache writes follow
+    its input as the row's follow the row's."""
+    row = {"input": 1.0, "output": 5.0, "cache_read": 0.1}
+    tier = {"over_tokens": 200_000, "input": 2.0, "output": 10.0, "cache_read": 0.2}
+    table = parse_config({"prices": {"m": {**row, "long_prompt": tier}}}).price_table
+    upper = ModelPrice(2.0, 10.0, 2.5, 4.0, 0.2)
+    assert ModelPrice(1.0, 5.0, 1.25, 2.0, 0.1, LongPromptPrice(200_000, upper)) == table["m"]
+
+
+def test_an_override_of_a_tiered_row_keeps_the_tier_it_does_not_name() -> None:
+    """Haiku 5.5's `input` overridden keeps its upper tier; a `long_prompt` table naming a
+    new threshold and `output` keeps that tier's other prices."""
+    shipped = PRICES["claude-haiku-5-5"]
+    assert shipped.long_prompt is not None
+    upper = shipped.long_prompt.price
+    table = parse_config(
+        {
+            "prices": {
+                "claude-haiku-5-5": {"input": 0.2},
+                "claude-haiku-5-5-20261007": {
+                    "long_prompt": {"over_tokens": 150_000, "output": 3.0}
+                },
+            }
+        }
+    ).price_table
+    raised = table["claude-haiku-5-5-20261007"].long_prompt
+    assert (
+        0.2,
+        shipped.long_prompt,
+        LongPromptPrice(150_000, dataclasses.replace(upper, output=3.0)),
+    ) == (
+        table["claude-haiku-5-5"].input,
+        table["claude-haiku-5-5"].long_prompt,
+        raised,
+    )
+
+
+def test_the_lines_to_add_name_each_kind_without_a_price() -> None:
+    """An unknown model needs input, output and cache reads (its writes follow input); Fable
+    5.1 only its cache reads; a row with a price for everything needs nothing."""
+    upper = LongPromptPrice(9, ModelPrice.listed(1.0, 2.0))
+    tiered = ModelPrice.listed(0.5, 1.0, cache_read=0.05, long_prompt=upper)
+    assert (
+        [
+            '[prices."x"]',
+            "input = <USD per MTok>",
+            "output = <USD per MTok>",
+            "cache_read = <USD per MTok>",
+        ],
+        ['[prices."claude-fable-5-1"]', "cache_read = <USD per MTok>"],
+        ['[prices."t".long_prompt]', "over_tokens = 9", "cache_read = <USD per MTok>"],
+        [],
+    ) == (
+        missing_price_lines("x", UNKNOWN),
+        missing_price_lines("claude-fable-5-1", PRICES["claude-fable-5-1"]),
+        missing_price_lines("t", tiered),
+        missing_price_lines("claude-haiku-5-5", PRICES["claude-haiku-5-5"]),
+    )
+
+
 def test_without_overrides_the_package_table_is_used() -> None:
     """No `[prices]`: the package's own table, unchanged."""
     assert PRICES is parse_config({}).price_table
@@ -40,6 +103,17 @@ def test_without_overrides_the_package_table_is_used() -> None:
         ({"prices": {"m": {"inptu": 1.0}}}, "prices.m.inptu"),
         ({"prices": {"m": {"input": -1.0}}}, "prices.m.input"),
         ({"prices": {"m": {"output": "cheap"}}}, "prices.m.output"),
+        ({"prices": {"m": {"long_prompt": {"input": 1.0}}}}, "prices.m.long_prompt.over_tokens"),
+        (
+            {"prices": {"m": {"long_prompt": {"over_tokens": 0}}}},
+            "prices.m.long_prompt.over_tokens",
+        ),
+        (
+            {"prices": {"m": {"long_prompt": {"over_tokens": 1.5}}}},
+            "prices.m.long_prompt.over_tokens",
+        ),
+        ({"prices": {"m": {"long_prompt": {"over_tokens": 9, "inptu": 1}}}}, "long_prompt.inptu"),
+        ({"prices": {"m": {"long_prompt": {"over_tokens": 9, "input": -1}}}}, "long_prompt.input"),
         ({"scenario": {"max_cost_usd": 0}}, "scenario.max_cost_usd"),
         ({"scenario": {"max_cost": 5}}, "scenario.max_cost"),
     ],
@@ -53,14 +127,24 @@ def test_a_bad_price_or_cap_is_a_config_error_naming_the_key(
 
 
 def test_baton_toml_prices_and_cap_load_for_the_kernel_and_the_pipeline(tmp_path: Path) -> None:
-    """The file's `[prices]` and `[scenario]` pass the kernel's checks and reach the config."""
+    """The file's `[prices]` (a long-prompt tier too) and `[scenario]` pass the kernel's
+    checks and reach the config."""
     (tmp_path / "baton.toml").write_text(
-        '[prices."offline-scripted"]\ninput = 1000.0\n[scenario]\nmax_cost_usd = 2.5\n'
+        '[prices."offline-scripted"]\ninput = 1000.0\n'
+        '[prices."offline-scripted".long_prompt]\nover_tokens = 50_000\ninput = 2000.0\n'
+        "[scenario]\nmax_cost_usd = 2.5\n"
     )
     load_settings(tmp_path)
     config = load_config(tmp_path, environ={})
+    tier = config.price_table["offline-scripted"].long_prompt
     assert 2.5 == config.scenario.max_cost_usd
     assert 1000.0 == config.price_table["offline-scripted"].input
+    assert tier is not None
+    assert (50_000, 2000.0, 2500.0) == (
+        tier.over_tokens,
+        tier.price.input,
+        tier.price.cache_write_5m,
+    )
 
 
 def test_the_model_call_line_prices_its_usage_with_the_given_table() -> None:
@@ -76,7 +160,7 @@ def test_the_model_call_line_prices_its_usage_with_the_given_table() -> None:
         fields = model_call_fields(response, budget, turn=0, purpose="turn", prices=table)
         return fields["cost_usd"]
 
-    assert (7.0, None) == (line("offline-scripted"), line("claude-haiku-5-5"))
+    assert (7.0, None) == (line("offline-scripted"), line("claude-haiku-4-5"))
 
 
 def test_a_logged_cost_wins_over_the_tokens_and_an_old_line_is_priced() -> None:

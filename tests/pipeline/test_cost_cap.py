@@ -1,5 +1,6 @@
 """The spend cap (`[scenario] max_cost_usd`): a run stops cleanly at it and resumes once the
-cap is raised, ending with what an uncapped run writes."""
+cap is raised, ending with what an uncapped run writes; every call counts against it, so a
+cap over a model without a price is refused before anything runs."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from baton import Runtime
 from baton.errors import ConfigError
 from baton.pipeline.host import open_pipeline
 from baton.pipeline.messages import ScenarioQuery, StartScenario
+from baton.pipeline.offline_model import OfflineModel
 from baton.pipeline.scenario_state import ScenarioState
-from baton.testing import read_token_log
+from baton.server._render import cost_figure
+from baton.server._run_summary import RunTally, summary_lines
+from baton.testing import MessagesAPIStandIn, read_token_log
 from tests.pipeline.test_scheduler import BASE, NAME, design_turns, iteration_turns, make_scenario
 
 # The offline model costs nothing by default; this makes every call cost something
@@ -156,3 +160,101 @@ async def test_a_cap_that_is_not_a_positive_number_is_refused_at_submit(tmp_path
         with pytest.raises(ConfigError, match="max_cost_usd"):
             await rt.ask("scheduler", StartScenario(scenario=NAME))
     assert [] == calls(tmp_path)
+
+
+# Init and Execute on priced models with no thinking (the offline script's replies carry
+# none); the Scheduler on its default, Claude Haiku 5.5.
+ONLINE = "".join(
+    f'[actors.{actor}]\nmodel = "claude-sonnet-5-5"\nthinking = "off"\n'
+    for actor in ("init", "execute")
+)
+
+
+def online_scenario(workspace: Path, config: str) -> None:
+    """The Scheduler tests' two-iteration scenario, for a run through the Messages API."""
+    make_scenario(
+        workspace,
+        init=design_turns(1) + design_turns(2),
+        execute=iteration_turns(1, 1, complete=False) + iteration_turns(2, 3, complete=True),
+        auto_approve=True,
+    )
+    (workspace / "baton.toml").write_text(config)
+
+
+async def test_a_run_whose_scheduler_uses_haiku_5_5_shows_its_cost_under_a_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the Messages API with the default Scheduler model (Haiku 5.5) and a $3.00 cap,
+    every call has a cost: `baton status` shows `cost: $… of $3.00 cap`, not `—`, and the run
+    summary's total carries no `*` for an unpriced model."""
+    online_scenario(tmp_path, ONLINE + "[scenario]\nmax_cost_usd = 3.0\n")
+    async with MessagesAPIStandIn(model=OfflineModel(tmp_path)) as api:
+        for key, value in api.env().items():
+            monkeypatch.setenv(key, value)
+        async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ=api.env()):
+            await rt.ask("scheduler", StartScenario(scenario=NAME))
+            await wait_for(rt, "completed", "failed", "stopped")
+            done = await settled(rt)
+    haiku = [call for call in calls(tmp_path) if call["model"] == "claude-haiku-5-5"]
+    tally = RunTally()
+    for record in read_token_log(tmp_path):
+        tally.add(record)
+    summary = summary_lines(tally, [done], workspace=tmp_path)
+    assert "completed" == done.phase
+    assert {"scheduler"} == {call["actor"] for call in haiku}
+    assert all(call["cost_usd"] > 0 for call in haiku)
+    assert done.cost_usd == pytest.approx(spent(tmp_path))
+    assert f"cost: ${done.cost_usd:.4f} of $3.00 cap" == cost_figure(done)
+    assert [] == [line for line in summary if "*" in line]
+
+
+async def test_a_cap_in_baton_toml_with_an_unpriced_model_is_refused_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[scenario] max_cost_usd` in baton.toml and a Scheduler on a model baton has no price
+    for (Opus 4.5): the start stops with one line naming the model and the lines to add."""
+    scheduler = '[actors.scheduler]\nmodel = "claude-opus-4-5"\nthinking = "off"\n'
+    online_scenario(tmp_path, ONLINE + scheduler + "[scenario]\nmax_cost_usd = 3.0\n")
+    async with MessagesAPIStandIn(model=OfflineModel(tmp_path)) as api:
+        for key, value in api.env().items():
+            monkeypatch.setenv(key, value)
+        async with Runtime.open(tmp_path) as rt:
+            with pytest.raises(ConfigError) as refused:
+                async with open_pipeline(rt, environ=api.env()):
+                    pass
+            assert [] == [status.name for status in rt.status()]  # no agent was spawned
+        assert [] == api.requests_to("messages")
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "max_cost_usd is set in baton.toml" in message
+    assert "'claude-opus-4-5' (scheduler)" in message
+    assert (
+        '`[prices."claude-opus-4-5"]` `input = <USD per MTok>` `output = <USD per MTok>` '
+        "`cache_read = <USD per MTok>`"
+    ) in message
+
+
+async def test_a_scenarios_own_cap_with_an_unpriced_model_is_refused_at_submit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cap only in the scenario's scenario.toml is refused at its submit (nothing runs);
+    with the model priced in baton.toml, the same submit runs to its end."""
+    scheduler = '[actors.scheduler]\nmodel = "claude-opus-4-5"\nthinking = "off"\n'
+    online_scenario(tmp_path, ONLINE + scheduler)
+    set_cap(tmp_path, 3.0)
+    async with MessagesAPIStandIn(model=OfflineModel(tmp_path)) as api:
+        for key, value in api.env().items():
+            monkeypatch.setenv(key, value)
+        async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ=api.env()):
+            with pytest.raises(ConfigError, match=f"set in scenarios/{NAME}/scenario.toml"):
+                await rt.ask("scheduler", StartScenario(scenario=NAME))
+        assert [] == calls(tmp_path)
+        with (tmp_path / "baton.toml").open("a") as config:
+            config.write(
+                '[prices."claude-opus-4-5"]\ninput = 5.0\noutput = 25.0\ncache_read = 0.5\n'
+            )
+        async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ=api.env()):
+            await rt.ask("scheduler", StartScenario(scenario=NAME))
+            await wait_for(rt, "completed", "failed", "stopped")
+            done = await settled(rt)
+    assert ("completed", 3.0) == (done.phase, done.max_cost_usd)

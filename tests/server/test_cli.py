@@ -93,14 +93,16 @@ def test_a_payload_that_is_not_a_json_object_is_a_usage_error(
 def test_no_runtime_is_a_one_line_failure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """status against a workspace without a runtime exits 1 saying to start `baton run`."""
+    """status against a workspace without a runtime exits 1 saying to start `baton run`, and
+    prints what the workspace's files say (no scenario yet here)."""
     code = main(["status", "--workspace", str(tmp_path)])
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     expected = (
         f"baton status: error: no runtime in {tmp_path} — start one with "
         f"`baton run --workspace {tmp_path}`\n"
     )
     assert (1, expected) == (code, err)
+    assert "baton is not running here; the workspace's files say:\nscenarios:\n  none\n" == out
 
 
 def test_tail_without_a_log_says_where_it_looked(

@@ -91,7 +91,7 @@ RECORDS: list[dict[str, Any]] = [
         "handoff_type": "init_to_execute",
         "package_tokens": 100,
     },
-    call("execute", "claude-haiku-5-5", 1, input_tokens=10, output_tokens=5),
+    call("execute", "claude-haiku-4-5", 1, input_tokens=10, output_tokens=5),
 ]
 
 
@@ -138,10 +138,10 @@ def test_the_summary_prices_each_model_and_marks_an_unknown_price() -> None:
     assert "baton: summary · 3 model calls · 1 compaction · 1 handoff" == lines[0]
     assert (
         ["claude-opus-5-5", "2", "100,000", "200,000", "1,000,000", "50,000", "$2.60"],
-        ["claude-haiku-5-5", "1", "10", "0", "0", "5", "—*"],
+        ["claude-haiku-4-5", "1", "10", "0", "0", "5", "—*"],
         ["total", "3", "100,010", "200,000", "1,000,000", "50,005", "$2.60*"],
-    ) == (rows["claude-opus-5-5"], rows["claude-haiku-5-5"], rows["total"])
-    assert any(line.startswith("  * no price known for claude-haiku-5-5") for line in lines)
+    ) == (rows["claude-opus-5-5"], rows["claude-haiku-4-5"], rows["total"])
+    assert any(line.startswith("  * no price known for claude-haiku-4-5") for line in lines)
 
 
 def test_the_summary_names_each_scenarios_iteration_outputs_and_last_report(

@@ -107,9 +107,9 @@ RECORDS: list[dict[str, Any]] = [
     compacted("2026-11-23T10:00:02Z", "init", 24_003, 9_000),
     handoff("2026-11-23T10:00:03Z", "init", "scheduler", "init_to_execute", 375, scenario=SCENARIO),
     handoff("2026-11-23T10:00:04Z", "scheduler", "execute", "init_to_execute", 375, scenario=None),
-    call("2026-11-23T10:00:05Z", "execute", model="claude-haiku-5-5", tokens=(10, 0, 0, 20)),
+    call("2026-11-23T10:00:05Z", "execute", model="claude-haiku-4-5", tokens=(10, 0, 0, 20)),
     call("2026-11-23T10:00:06Z", "execute", model="claude-sonnet-5-5", tokens=(100, 0, 0, 50)),
-    call("2026-11-23T10:00:07Z", "execute", model="claude-haiku-5-5", tokens=(1, 2, 3, 4)),
+    call("2026-11-23T10:00:07Z", "execute", model="claude-haiku-4-5", tokens=(1, 2, 3, 4)),
 ]
 
 
@@ -121,7 +121,7 @@ def test_token_counts_are_summed_per_agent_and_model() -> None:
     """Each (agent, model) row holds its call count and the sum of each of the four counts."""
     rows = rows_by_key(RECORDS)
     init = rows[("init", "claude-opus-5-5")]
-    haiku = rows[("execute", "claude-haiku-5-5")]
+    haiku = rows[("execute", "claude-haiku-4-5")]
     assert (2, 1_003, 6_000, 23_000, 7_500) == (
         init.tally.calls,
         init.tally.input_tokens,
@@ -138,7 +138,7 @@ def test_token_counts_are_summed_per_agent_and_model() -> None:
     )
     expected = [
         ("init", "claude-opus-5-5"),
-        ("execute", "claude-haiku-5-5"),
+        ("execute", "claude-haiku-4-5"),
         ("execute", "claude-sonnet-5-5"),
     ]
     assert expected == list(rows)
@@ -151,7 +151,7 @@ def test_cost_per_model_comes_from_the_price_table() -> None:
     opus = 1_003 * 4 + 6_000 * 5 + 23_000 * 0.20 + 7_500 * 20
     assert opus / 1e6 == pytest.approx(rows[("init", "claude-opus-5-5")].cost)
     assert (100 * 2 + 50 * 10) / 1e6 == pytest.approx(rows[("execute", "claude-sonnet-5-5")].cost)
-    assert rows[("execute", "claude-haiku-5-5")].cost is None
+    assert rows[("execute", "claude-haiku-4-5")].cost is None
     known, complete = build_report(RECORDS, "all").total_cost
     assert (opus + 700) / 1e6 == pytest.approx(known)
     assert complete is False

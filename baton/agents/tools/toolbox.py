@@ -13,15 +13,15 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import anyio
-import structlog
 from pydantic import ValidationError
 
+from baton._log import get_logger
 from baton.agents.errors import UndeliveredFailure
 from baton.agents.tools.protocol import Tool, ToolOutcome, tool_spec
 from baton.context.payload import ToolResultBlock, ToolSpec, ToolUseBlock
 from baton.errors import BatonError, UsageError, validation_problems
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
 
