@@ -105,38 +105,22 @@ class _Printer:
             self._out(f"(not a token-log record: {problem}) {line}")
 
 
-async def _logged_actors(files: list[Path], wanted: str) -> set[str]:
-    """The actors of the records in `files`, stopping early once `wanted` is among them."""
-    actors: set[str] = set()
+async def _logged(files: list[Path], field: str, wanted: str) -> set[str]:
+    """The values of `field` in the records of `files` (a scenario field as its scenario's
+    name), stopping early once `wanted` is among them."""
+    found: set[str] = set()
     for file in files:
         async for line in read_lines(file):
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            actor = record.get("actor") if isinstance(record, dict) else None
-            if isinstance(actor, str):
-                actors.add(actor)
-                if actor == wanted:
-                    return actors
-    return actors
-
-
-async def _logged_scenarios(files: list[Path], wanted: str) -> set[str]:
-    """The scenarios of the records in `files`, stopping early once `wanted` is among them."""
-    scenarios: set[str] = set()
-    for file in files:
-        async for line in read_lines(file):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            scenario = record.get("scenario") if isinstance(record, dict) else None
-            if isinstance(scenario, str):
-                scenarios.add(scenario_of(scenario))
-                if scenarios & {wanted}:
-                    return scenarios
-    return scenarios
+            value = record.get(field) if isinstance(record, dict) else None
+            if isinstance(value, str):
+                found.add(scenario_of(value) if field == "scenario" else value)
+                if wanted in found:
+                    return found
+    return found
 
 
 def _scenario_folders(workspace: Path) -> list[str]:
@@ -150,7 +134,7 @@ async def _check_scenario(options: TailOptions, path: Path) -> None:
     wanted = scenario_of(options.scenario)
     if wanted in folders:
         return
-    logged = await _logged_scenarios(log_files(path, rotated=True), wanted)
+    logged = await _logged(log_files(path, rotated=True), "scenario", wanted)
     check_scenario(options.scenario, folders, logged)
 
 
@@ -159,7 +143,7 @@ async def _check_actor(options: TailOptions, path: Path) -> None:
     configured = await anyio.to_thread.run_sync(configured_actors, options.workspace)
     if options.actor in configured:
         return
-    logged = await _logged_actors(log_files(path, rotated=True), options.actor)
+    logged = await _logged(log_files(path, rotated=True), "actor", options.actor)
     check_actor(options.actor, configured, logged)
 
 

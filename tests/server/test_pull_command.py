@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
+from test_cli_imports import NEVER, RUN, heavy
 
 from baton.server.cli import main
 from baton.storage import open_storage
@@ -22,33 +22,6 @@ FILES = {
     "inputs/résumé 1.md": "Résumé".encode(),
 }
 SIZE = sum(len(data) for data in FILES.values())
-NEVER = (
-    "anthropic",
-    "fastapi",
-    "redis",
-    "rich",
-    "starlette",
-    "structlog",
-    "uvicorn",
-    "baton.agents.agent",
-    "baton.agents.agent_loop",
-    "baton.agents.tools",
-    "baton.mailboxes",
-    "baton.models",
-    "baton.pipeline.config",
-    "baton.runtime.runtime",
-    "baton.server.control_api",
-)
-# A package's `__init__` and its `errors` module cost next to nothing (as in
-# tests/server/test_cli_imports.py): every command's parser loads a few.
-LIGHT_PARTS = re.compile(r"^baton\.(?!errors$)\w+(\.errors)?$")
-RUN = """
-import json, sys
-from baton.server.cli import main
-code = main(sys.argv[2:])
-with open(sys.argv[1], "w") as out:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
-"""
 
 
 async def put_scenario(url: str, workspace: Path, name: str = "demo") -> None:
@@ -102,11 +75,7 @@ async def test_pull_copies_from_a_bucket_and_loads_no_server_agent_or_model(
             check=False,
         )
     found = json.loads(report.read_text())
-    loaded = sorted(
-        m
-        for m in found["modules"]
-        if any(m == n or m.startswith(f"{n}.") for n in NEVER) and not LIGHT_PARTS.match(m)
-    )
+    loaded = heavy(found["modules"], NEVER)
     assert (0, 0, [], FILES) == (done.returncode, found["code"], loaded, pulled(into))
     assert expected_output(s3_url, into) == done.stdout.decode().splitlines()
 

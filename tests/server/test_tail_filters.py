@@ -227,3 +227,21 @@ async def test_following_with_n_prints_the_last_lines_then_new_ones(tmp_path: Pa
             await out.wait_for(3)
             tg.cancel_scope.cancel()
     assert [json.dumps(r) for r in (SECOND, LAST, fresh)] == out.lines
+
+
+def test_an_unknown_scenario_is_a_usage_error_naming_the_one_it_probably_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--scenario` naming neither a folder of `scenarios/` nor a scenario in the log (rotated
+    files included) exits 2 with one line naming the known ones and the likely one; a known
+    one (a folder, or only in an old file) is tailed."""
+    write_logs(tmp_path)
+    (tmp_path / "scenarios" / "trip_request").mkdir(parents=True)
+    ws = ["--workspace", str(tmp_path)]
+    typo = tail_out(capsys, "--scenario", "trip_reqest", *ws)
+    nothing = tail_out(capsys, "--scenario", "nosuch", *ws)
+    folder = tail_out(capsys, "--scenario", "trip_request", *ws)
+    assert (2, 2, 0) == (typo[0], nothing[0], folder[0])
+    assert "unknown scenario 'trip_reqest' — did you mean 'trip_request'? — known: " in typo[2]
+    assert "did you mean" not in nothing[2]
+    assert 1 == len(nothing[2].splitlines())
