@@ -17,6 +17,8 @@ NEVER_WRITTEN_FILES = ("baton.toml",)
 # Python runs the lines of a .pth file in site-packages at every start.
 NEVER_WRITTEN_SUFFIXES = (".pth",)
 SCENARIOS_DIR = "scenarios"
+# A scenario's earlier runs, each in `runs/<run>/` (baton/pipeline/run_archive.py).
+RUNS_DIR = "runs"
 
 
 def never_written(parts: Sequence[str]) -> str | None:
@@ -36,6 +38,10 @@ def never_written(parts: Sequence[str]) -> str | None:
     inputs = (["scenario.toml"], ["recording.jsonl"])
     if in_scenario and (folded[2] == "prompts" or folded[2:] in inputs):
         return f"'{parts[2]}' in a scenario's folder is its user's input"
+    # `runs/` keeps the scenario's earlier runs as they ended (docs/handoffs.md, "Earlier
+    # runs"): a write there would rewrite the record a later run is compared with.
+    if in_scenario and folded[2] == RUNS_DIR:
+        return f"'{parts[2]}/' in a scenario's folder is the record of its earlier runs"
     return None
 
 

@@ -7,9 +7,15 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
-from tests.redis_server import RedisServer, find_executable, running_redis
+from tests.redis_server import (
+    RedisClusterServers,
+    RedisServer,
+    find_executable,
+    running_redis,
+    running_redis_cluster,
+)
 from tests.seaweed_server import SeaweedServer, running_seaweed
 from tests.seaweed_server import find_executable as find_weed
 
@@ -44,6 +50,32 @@ def redis_url(redis_server: RedisServer) -> str:
 async def redis_client(redis_url: str) -> AsyncIterator[Redis]:
     """An asyncio client of the test's empty database, closed after the test."""
     client = Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_servers() -> Iterator[RedisClusterServers]:
+    """Three redis-servers forming a Redis Cluster (no replicas), shared by the session;
+    started only if a test asks."""
+    if find_executable() is None:
+        pytest.fail("redis-server is not installed: `sudo apt-get install -y redis-server`")
+    with running_redis_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster_servers: RedisClusterServers) -> str:
+    """The URL of one node of the emptied cluster (a client finds the others from it)."""
+    redis_cluster_servers.flush()
+    return redis_cluster_servers.url
+
+
+@pytest.fixture
+async def redis_cluster_client(redis_cluster_url: str) -> AsyncIterator[RedisCluster]:
+    """An asyncio cluster client of the test's empty cluster, closed after the test."""
+    client = RedisCluster.from_url(redis_cluster_url)
+    await client.initialize()  # learns which node owns which slot
     yield client
     await client.aclose()
 

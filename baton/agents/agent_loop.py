@@ -423,7 +423,7 @@ class AgentLoop:
         if spend is not None and self.round_of(state, state.round_key) is not None:
             # A scenario round stops before a call its run can no longer pay for; the
             # Scheduler's task summaries are not stopped here: the agent's next call is.
-            spend.check(state.id)
+            await spend.check(state.id)
         model = payload.get("model") or self.setup.model.name
         # Counted until its reply is journaled (`journal`), or it fails: a stopping process
         # waits for it rather than pay for it again (`baton.agents.in_flight`).

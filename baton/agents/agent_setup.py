@@ -102,8 +102,9 @@ class Spending(Protocol):
     @property
     def prices(self) -> Mapping[str, ModelPrice]: ...
 
-    def check(self, conversation: str) -> None:
-        """`SpendCapReachedFailure` once the run has spent its cap."""
+    async def check(self, conversation: str) -> None:
+        """`SpendCapReachedFailure` once the run has spent its cap (asked of a ledger every
+        process shares, with a Redis mailbox: README.md, "Scaling out")."""
         ...
 
     def add(self, conversation: str, cost: float | None) -> None:

@@ -3,11 +3,13 @@
 When several workers (processes, possibly on several machines) consume one actor's Redis
 mailbox, whichever of them handles a conversation's message must see that conversation's
 whole journal, and no two of them may append to it at once. Keys (the prefix is "baton" by
-default):
+default); each carries the actor's hash tag `{<actor>}`, the one its mailbox's keys carry, so
+on a Redis Cluster the append script's three keys share a slot (a single server ignores the
+braces):
 
-- `{prefix}:journal:{actor}:{conversation}`: a list, one compact JSON record per element.
-- `{prefix}:journals:{actor}`: the set of the actor's conversation ids.
-- `{prefix}:lease:{actor}:{conversation}`: the lease, a token naming one hold (the owner
+- `<prefix>:journal:{<actor>}:<conversation>`: a list, one compact JSON record per element.
+- `<prefix>:journals:{<actor>}`: the set of the actor's conversation ids.
+- `<prefix>:lease:{<actor>}:<conversation>`: the lease, a token naming one hold (the owner
   plus random hex), expiring after `lease_ttl` unless its holder renews it.
 
 A worker holds a conversation (`hold`) while it works on it. The lease alone is not enough:
@@ -19,7 +21,6 @@ records with the new holder's.
 
 The journal is as durable as the Redis server's persistence: run it with `appendonly yes`,
 and with `appendfsync always` if a journaled step must survive a crash of Redis itself too.
-The append script touches keys of different hash slots, so this does not run on Redis Cluster.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from baton._log import get_logger
 from baton.agents.errors import JournalCorruptError, LeaseLostError
 from baton.agents.journal import _check_name
+from baton.mailboxes.redis_client import RedisClient, slot_tag
 from baton.runtime.backoff import Backoff
 
 log = get_logger(__name__)
@@ -80,7 +81,7 @@ class RedisJournalStore:
     shared = True
 
     def __init__(
-        self, client: Redis, *, owner: str, prefix: str = "baton", lease_ttl: float = 15.0
+        self, client: RedisClient, *, owner: str, prefix: str = "baton", lease_ttl: float = 15.0
     ) -> None:
         if not lease_ttl > 0:
             raise ValueError(f"lease_ttl must be positive, got {lease_ttl!r}")
@@ -97,7 +98,7 @@ class RedisJournalStore:
 
     def _key(self, kind: str, actor: str, conversation: str) -> str:
         actor, conversation = _check_name("actor", actor), _check_name("conversation", conversation)
-        return f"{self.prefix}:{kind}:{actor}:{conversation}"
+        return f"{self.prefix}:{kind}:{slot_tag(actor)}:{conversation}"
 
     def hold(self, actor: str, conversation: str) -> AbstractAsyncContextManager[None]:
         """Own the conversation for the block, waiting as long as another worker holds it.
@@ -229,4 +230,4 @@ class RedisJournalStore:
         return sorted(_text(m) for m in await self._client.smembers(self._set_key(actor)))
 
     def _set_key(self, actor: str) -> str:
-        return f"{self.prefix}:journals:{_check_name('actor', actor)}"
+        return f"{self.prefix}:journals:{slot_tag(_check_name('actor', actor))}"

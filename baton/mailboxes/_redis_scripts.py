@@ -9,18 +9,20 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
+
+from baton.mailboxes.redis_client import RedisClient
 
 
 class Script:
     """One Lua script, run by its SHA and loaded on first NOSCRIPT (a restarted or another
     server). redis-py's own `AsyncScript` does the same with a little more work per call,
-    and these calls are the hot path of every send and ack."""
+    and these calls are the hot path of every send and ack. On a cluster the call goes to the
+    node owning the keys, and a load goes to every primary."""
 
     __slots__ = ("_client", "_sha", "_source")
 
-    def __init__(self, client: Redis, source: str) -> None:
+    def __init__(self, client: RedisClient, source: str) -> None:
         self._client = client
         self._source = source
         self._sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()

@@ -2,15 +2,18 @@
 `RedisMailbox` makes to them. It holds no state but the names; what to buffer, retry or
 dead-letter is the mailbox's business (`baton.mailboxes.redis`).
 
-Keys (the prefix is "baton" by default):
+Keys (the prefix is "baton" by default; `<name>` is the actor's name). Each carries the
+hash tag `{<name>}` (`slot_tag`), so on a Redis Cluster all of them share one slot and the
+scripts, which touch several at once, run there; a single server ignores the braces:
 
-- `{prefix}:mailbox:{name}`: the stream; field `e` holds the codec's JSON. An entry is deleted
-  when it is acked or dead-lettered, so the stream's length is exactly pending + unread: that
-  is what `capacity` bounds, and no MAXLEN trim ever drops a message nobody has handled.
-- consumer group `{name}`; this process reads as consumer `consumer`.
-- `{prefix}:dead:{name}`: dead letters, `e` the body and `r` the reason (trimmed to the most
-  recent `dead_maxlen`: it is a record for people, not a queue).
-- `{prefix}:seen:{name}:{envelope id}`: dedupe markers, expiring after `dedupe_ttl`.
+- `<prefix>:mailbox:{<name>}`: the stream; field `e` holds the codec's JSON. An entry is
+  deleted when it is acked or dead-lettered, so the stream's length is exactly pending +
+  unread: that is what `capacity` bounds, and no MAXLEN trim ever drops a message nobody has
+  handled.
+- consumer group `<name>`; this process reads as consumer `consumer`.
+- `<prefix>:dead:{<name>}`: dead letters, `e` the body and `r` the reason (trimmed to the
+  most recent `dead_maxlen`: it is a record for people, not a queue).
+- `<prefix>:seen:{<name>}:<envelope id>`: dedupe markers, expiring after `dedupe_ttl`.
 
 Every call that changes the stream's length returns it, so the mailbox's `depth()` stays
 current without a round trip of its own.
@@ -18,11 +21,11 @@ current without a round trip of its own.
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from baton.mailboxes import _redis_scripts as scripts
 from baton.mailboxes._redis_scripts import as_str, body_of, stream_entries
+from baton.mailboxes.redis_client import RedisClient, slot_tag
 
 Body = str | bytes
 Entry = tuple[str, int, Body | None]
@@ -40,13 +43,14 @@ def is_missing_group(error: ResponseError) -> bool:
 class RedisStream:
     """The round trips of one actor's mailbox: a stream read by one consumer of its group."""
 
-    def __init__(self, client: Redis, name: str, *, prefix: str, consumer: str) -> None:
+    def __init__(self, client: RedisClient, name: str, *, prefix: str, consumer: str) -> None:
         self.client = client
         self.consumer = consumer
         self.group = name
-        self.stream = f"{prefix}:mailbox:{name}"
-        self.dead = f"{prefix}:dead:{name}"
-        self._seen = f"{prefix}:seen:{name}:"
+        tag = slot_tag(name)
+        self.stream = f"{prefix}:mailbox:{tag}"
+        self.dead = f"{prefix}:dead:{tag}"
+        self._seen = f"{prefix}:seen:{tag}:"
         self._send = scripts.Script(client, scripts.SEND)
         self._ack = scripts.Script(client, scripts.ACK)
         self._dead_letter = scripts.Script(client, scripts.DEAD)

@@ -13,7 +13,8 @@ live consumer's entries never go idle, however long a handler runs, its owner ca
 or in hand. `claim_idle` therefore only has to exceed the longest gap between two heartbeats
 (a stalled event loop, a slow Redis), not the longest handler. A consumer stalled past it
 loses its entries to another: `keep_alive` reports them lost, and settling one is left to its
-new owner. Needs Redis >= 7.0 (XAUTOCLAIM skips deleted entries).
+new owner. Needs Redis >= 7.0 (XAUTOCLAIM skips deleted entries). `client` may be a Redis
+Cluster's: every key of one mailbox shares a hash slot (`baton.mailboxes.redis_client`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
 import anyio
-from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from baton._log import get_logger
@@ -35,6 +35,7 @@ from baton.mailboxes.dead_letter_body import excerpt
 from baton.mailboxes.envelope import Delivery, Envelope
 from baton.mailboxes.errors import InvalidMessageError, MailboxBlockedError, MailboxClosedError
 from baton.mailboxes.protocol import DeadLetterSink
+from baton.mailboxes.redis_client import RedisClient
 
 log = get_logger(__name__)
 
@@ -61,7 +62,7 @@ class RedisMailbox:
         self,
         name: str,
         *,
-        client: Redis,
+        client: RedisClient,
         codec: EnvelopeCodec,
         capacity: int,
         dead_letters: DeadLetterSink | None,

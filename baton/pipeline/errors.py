@@ -131,6 +131,21 @@ class NoPendingHandoffError(UsageError):
         )
 
 
+class RunArchiveConflictError(UsageError):
+    """Raised when a scenario submitted again cannot keep its previous run apart: that run's
+    folder under `runs/` is already there while run outputs are still beside it (docs/handoffs.md,
+    "Earlier runs"); nothing is moved and nothing starts."""
+
+    def __init__(self, path: object, run: int, names: Iterable[str]) -> None:
+        self.path = str(path)
+        self.run = run
+        super().__init__(
+            f"{path} already exists, so run {run}'s {', '.join(names)} cannot be kept there "
+            "without writing over it — move one of them aside (e.g. "
+            f"`mv {path} {path}.old`) and submit again"
+        )
+
+
 class CommandLineError(UsageError):
     """Raised when a `baton` command-line argument is malformed (the CLI exits with 2)."""
 

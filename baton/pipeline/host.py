@@ -12,10 +12,11 @@ import dataclasses
 import functools
 import importlib
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -39,10 +40,15 @@ from baton.pipeline.offline_model import OfflineModel
 from baton.pipeline.roles import EXECUTE, INIT, ExecuteActor, InitActor, agent_setup
 from baton.pipeline.scenario import SCENARIOS_DIR
 from baton.pipeline.scenario_state import SCHEDULER, ScenarioState
+from baton.pipeline.scenario_store import FileScenarioStore, ScenarioStore
 from baton.pipeline.scheduler import SchedulerActor
 from baton.pipeline.scheduler_memory import SchedulerMemory
 from baton.pipeline.spend import SpendLedger, load_spend
 from baton.runtime.runtime import Runtime
+from baton.runtime.settings import redact_url
+
+if TYPE_CHECKING:
+    from baton.pipeline.redis_spend import SharedSpend
 
 log = get_logger(__name__)
 
@@ -78,6 +84,12 @@ class Pipeline:
     _next_change: anyio.Event = field(default_factory=anyio.Event)
     _ended: list[ScenarioState] = field(default_factory=list)
     _changes: list[ScenarioState] = field(default_factory=list)
+
+    async def spend_shared(self) -> None:
+        """Return once the caps and costs this process set are in the shared ledger: before
+        a record is saved, as a worker may take its work order at once."""
+        if self.spend is not None:
+            await self.spend.shared_up_to_date()
 
     def next_scenario_end(self) -> anyio.Event:
         """Set when the next scenario ends; take it *before* checking, so no end is missed."""
@@ -132,6 +144,38 @@ def journal_for(runtime: Runtime) -> JournalStore:
         prefix=distributed.settings.prefix,
         lease_ttl=distributed.settings.lease_ttl,
     )
+
+
+def records_for(
+    runtime: Runtime, before_save: Callable[[], Awaitable[None]] | None = None
+) -> ScenarioStore:
+    """The Scheduler's records beside the mailboxes: in the workspace, or in Redis when
+    processes share them, so any process can host the Scheduler after a restart (README.md,
+    "Scaling out"). `before_save` is awaited before a record is saved in Redis."""
+    distributed = runtime.distributed
+    if distributed is None:
+        assert runtime.workspace is not None
+        return FileScenarioStore(runtime.workspace)
+    # Imported here: `import baton` does not load redis-py.
+    from baton.pipeline.redis_scenario_store import RedisScenarioStore  # noqa: PLC0415
+
+    return RedisScenarioStore(
+        distributed.client,
+        prefix=distributed.settings.prefix,
+        url=redact_url(distributed.url),
+        before_save=before_save,
+    )
+
+
+def shared_spend_for(runtime: Runtime) -> SharedSpend | None:
+    """The spend every process adds to when processes share a Redis mailbox, so a run's cap
+    counts every worker's calls (README.md, "Scaling out"); None: this process's own."""
+    distributed = runtime.distributed
+    if distributed is None:
+        return None
+    from baton.pipeline.redis_spend import SharedSpend  # noqa: PLC0415
+
+    return SharedSpend(distributed.client, prefix=distributed.settings.prefix)
 
 
 def check_roles(roles: Sequence[str]) -> tuple[str, ...]:
@@ -205,6 +249,7 @@ async def open_pipeline(
         raise RecordingNeedsKeyError
     pipeline = Pipeline(mode=model_mode(environ))
     journal = journal_for(runtime)
+    store = records_for(runtime, pipeline.spend_shared)
     async with AsyncExitStack() as clients:
         offline = None if online(environ) else OfflineModel(workspace)
         pipeline.offline = offline
@@ -248,8 +293,8 @@ async def open_pipeline(
         # A cap counts every call: baton.toml's, with an agent's model unpriced, stops the
         # start here (README.md, "Spend cap").
         models = {agent.actor: agent.model.name for agent in agents}
-        pipeline.spend = spend = await load_spend(
-            deployment, workspace, runtime.token_log.path, models
+        pipeline.spend = spend = await _open_spend(
+            runtime, deployment, store, models, roles=roles, clients=clients
         )
         # Closed after the agents stop (the exit stack unwinds after the `finally` below).
         memory = await clients.enter_async_context(pipeline_memory(workspace, deployment.memory))
@@ -282,6 +327,7 @@ async def open_pipeline(
                             deployment=deployment,
                             check_model=check_model,
                             memory=memory,
+                            store=store,
                         )
                     else:
                         actor = InitActor if role == INIT else ExecuteActor
@@ -298,6 +344,30 @@ async def open_pipeline(
                     await runtime.stop(role)
 
 
+async def _open_spend(
+    runtime: Runtime,
+    deployment: BatonConfig,
+    store: ScenarioStore,
+    models: Mapping[str, str],
+    *,
+    roles: Sequence[str],
+    clients: AsyncExitStack,
+) -> SpendLedger:
+    """The runs' ledger (`load_spend`), shared with the other processes for as long as
+    `clients` is open: until the agents have stopped, so their last calls count too."""
+    hosts_scheduler = SCHEDULER in roles
+    spend = await load_spend(
+        deployment,
+        store,
+        runtime.token_log.path,
+        models,
+        shared=shared_spend_for(runtime),
+        hosts_scheduler=hosts_scheduler,
+    )
+    await clients.enter_async_context(spend.sharing(follow=hosts_scheduler))
+    return spend
+
+
 async def _spawn_scheduler(
     runtime: Runtime,
     pipeline: Pipeline,
@@ -306,6 +376,7 @@ async def _spawn_scheduler(
     deployment: BatonConfig,
     check_model: Callable[[str], None] | None,
     memory: MemoryStore | None,
+    store: ScenarioStore,
 ) -> None:
     assert runtime.workspace is not None
     # Init's and Execute's budgets as configured, even when other processes run them:
@@ -324,6 +395,7 @@ async def _spawn_scheduler(
         on_warning=pipeline.warnings.append,
         check_model=check_model,
         on_changed=pipeline._scenario_changed,
+        store=store,
         memory=None
         if memory is None
         else SchedulerMemory(memory, deployment.memory, runtime.token_log),

@@ -1,5 +1,6 @@
 """What the Scheduler reads of a finished iteration: its failure summary and Layer-1 report,
-and the findings it passes on to the next dispatch (docs/handoffs.md, "Iteration policy")."""
+the findings it passes on to the next dispatch (docs/handoffs.md, "Iteration policy"), and the
+token-log lines of each iteration's outcome and of the run's end (docs/token-log.md, "Fields")."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+import baton.pipeline.records  # noqa: F401 - `iteration.ended`, `scenario.ended` registered
 from baton._log import get_logger
+from baton.agents.agent_config import TokenSink
 from baton.errors import BatonError
 from baton.pipeline.artifacts import ArtifactStore, FailureSummary, Layer1ProblemsReport
 from baton.pipeline.packages import ExecuteToInitContext, HandoffPackage, ScenarioCompletion
+from baton.pipeline.scenario import ScenarioRecord
 from baton.pipeline.scheduling_policy import Decision
 
 log = get_logger(__name__)
@@ -65,3 +69,46 @@ def iteration_findings(package: HandoffPackage, decision: Decision) -> dict[str,
         findings["modification_suggestions"] = package.modification_suggestions_summary
         findings["failed_samples"] = [s.get("sample_id") for s in package.failure_samples_index]
     return {"last_iteration": findings}
+
+
+def emit_iteration_ended(
+    token_log: TokenSink,
+    record: ScenarioRecord,
+    package: HandoffPackage,
+    decision: Decision,
+    *,
+    summary: FailureSummary | None,
+    report: Layer1ProblemsReport | None,
+) -> None:
+    """The iteration's `iteration.ended` token-log line: its verdict and success rate, with
+    the samples behind it when a file gave them (docs/token-log.md, "Fields")."""
+    passed = total = None
+    if summary is not None:
+        passed, total = summary.passed_samples, summary.total_samples
+    elif report is not None and report.total_samples:
+        passed, total = report.total_samples - report.failed_samples, report.total_samples
+    token_log.emit(
+        "iteration.ended",
+        scenario=record.scenario,
+        conversation=record.conversation,
+        iteration=record.iteration,
+        handoff_type=package.handoff_type,
+        verdict=decision.verdict,
+        reason=decision.reason,
+        success_rate=decision.success_rate,
+        passed_samples=passed,
+        total_samples=total,
+    )
+
+
+def emit_scenario_ended(token_log: TokenSink, record: ScenarioRecord) -> None:
+    """The run's `scenario.ended` token-log line, once its end is saved: what `baton report`
+    shows as the run's outcome (docs/token-log.md, "Fields")."""
+    token_log.emit(
+        "scenario.ended",
+        scenario=record.scenario,
+        conversation=record.conversation,
+        outcome=record.phase,
+        reason=record.reason or "",
+        iterations=record.iteration,
+    )

@@ -1,42 +1,34 @@
-"""Scenarios: `scenarios/<name>/scenario.toml` and the Scheduler's persisted state of each.
+"""Scenarios: `scenarios/<name>/scenario.toml` and the record the Scheduler keeps of each.
 
-The state is written atomically after every transition, so a restarted Scheduler knows where
-every scenario stood; a handoff already applied is recognised by its id and not applied twice.
+The record is saved after every transition (`scenario_store.py`: files in the workspace, or
+Redis when processes share a Redis mailbox), so a restarted Scheduler knows where every
+scenario stood; a handoff already applied is recognised by its id and not applied twice.
 """
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from baton._log import get_logger
-from baton._regular_files import read_regular
+from baton._lazy import lazy_exports
 from baton.agents.budget_overrides import override_problems
 from baton.agents.messages import scenario_conversation
 from baton.agents.prompt_files import check_scenario_prompts
 from baton.context.strategy import ContextBudget
-from baton.errors import ConfigError, validation_problems
+from baton.errors import ConfigError
 from baton.models.price_config import ScenarioLimits
-from baton.pipeline.artifacts import write_atomic
-from baton.pipeline.errors import DamagedScenarioError, NoScenarioFileError
+from baton.pipeline.errors import NoScenarioFileError
 from baton.pipeline.messages import Dispatch
 from baton.pipeline.packages import HandoffPackage
 from baton.pipeline.scenario_names import ScenarioName, check_scenario_name
 from baton.pipeline.scenario_state import ACTIVE_PHASES, ScenarioPhase, ScenarioState
 from baton.runtime.settings import describe_errors, read_toml
 
-log = get_logger(__name__)
-
 SCENARIOS_DIR = "scenarios"
 SCENARIO_FILE = "scenario.toml"
-STATE_DIR = Path(".baton") / "scheduler"
-# Far above any real record; a bound, so a file swapped for something huge is refused.
-MAX_RECORD_BYTES = 64 * 1024 * 1024
 
 
 class IterationPolicy(BaseModel):
@@ -124,15 +116,6 @@ def _read_scenario_file(path: Path) -> dict[str, Any]:
     return read_toml(path)
 
 
-def _read_record_file(path: Path) -> bytes:
-    """The bytes of the record file at `path`, never waiting on a named pipe (blocks: run it
-    off the event loop); `IsADirectoryError` for a directory, `ValueError` saying why another
-    kind of file is refused, `FileNotFoundError`."""
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-    return read_regular(path, str(path), MAX_RECORD_BYTES)
-
-
 class PendingHandoff(BaseModel):
     """An Init → Execute handoff waiting for a human's approval (docs/handoffs.md, "Approval")."""
 
@@ -202,6 +185,7 @@ class ScenarioRecord(BaseModel):
             scenario=self.scenario,
             phase=self.phase,
             iteration=self.iteration,
+            run=self.run,
             requirement=self.requirement,
             pending_approval=pending,
             last_report=self.last_report,
@@ -216,90 +200,14 @@ class ScenarioRecord(BaseModel):
         del self.history[:-20]
 
 
-class ScenarioStore:
-    """Scheduler state as `<workspace>/.baton/scheduler/<scenario>.json`.
+if TYPE_CHECKING:
+    from baton.pipeline.scenario_store import FileScenarioStore, ScenarioStore  # noqa: F401
 
-    A file that cannot be read back (garbage, empty, not a record, not a regular file) does
-    not stop the others: `load_all` leaves it out and keeps, under its scenario's name, the
-    one-line error that names the file and what to do; `damage` says it again while the file
-    is still there (`scenario_damage.py`).
-    """
-
-    def __init__(self, workspace: Path) -> None:
-        self.root = workspace / STATE_DIR
-        self.damaged: dict[str, DamagedScenarioError] = {}
-
-    def path(self, scenario: str) -> Path:
-        return self.root / f"{scenario}.json"
-
-    async def save(self, record: ScenarioRecord) -> None:
-        data = record.model_dump_json(indent=2).encode()
-        await write_atomic(self.path(record.scenario), data, private=True)
-
-    async def load_all(self) -> dict[str, ScenarioRecord]:
-        """Every scenario record that reads back; the damaged ones are in `damaged`."""
-        records: dict[str, ScenarioRecord] = {}
-        self.damaged = {}
-        root = anyio.Path(self.root)
-        if not await root.exists():
-            return records
-        async for path in root.glob("*.json"):
-            try:
-                record = await self._load(Path(path))
-            except DamagedScenarioError as error:
-                log.error(
-                    "scheduler.damaged_state",
-                    scenario=path.stem,
-                    path=str(path),
-                    error=str(error),
-                )
-                self.damaged[path.stem] = error
-                continue
-            records[record.scenario] = record
-        return records
-
-    async def damage(self, scenario: str) -> DamagedScenarioError | None:
-        """The error of the scenario's damaged file, if it is still there (once moved aside,
-        the scenario can start afresh)."""
-        error = self.damaged.get(scenario)
-        if error is not None and not await anyio.Path(self.path(scenario)).exists():
-            del self.damaged[scenario]
-            return None
-        return error
-
-    async def _load(self, path: Path) -> ScenarioRecord:
-        fix = (
-            f"move it aside (e.g. `mv {path} {path}.damaged`) and submit {path.stem!r} again "
-            "to start it afresh, or restore it from a backup and restart `baton run`"
-        )
-
-        def damaged(problem: str) -> DamagedScenarioError:
-            return DamagedScenarioError(path.stem, path, problem, fix)
-
-        try:
-            data = await anyio.to_thread.run_sync(_read_record_file, path)
-        except IsADirectoryError:
-            raise damaged("is a directory, not a scenario record") from None
-        except ValueError as exc:  # a named pipe, a device, a link, too big: never opened
-            raise damaged(str(exc).removeprefix(f"{path} ")) from None
-        except OSError as exc:
-            raise damaged(f"cannot be read ({exc.strerror or exc})") from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise damaged("is not UTF-8 text, so not a scenario record") from None
-        try:
-            record = ScenarioRecord.model_validate_json(text)
-        except ValidationError as exc:
-            error = exc.errors(include_url=False)[0]
-            if not text.strip():
-                problem = "is empty"
-            elif error["type"] == "json_invalid":
-                problem = f"is not JSON ({error['msg']})"
-            else:
-                first = validation_problems([error], show_input=False)[0]
-                problem = f"is not a valid scenario record ({first})"
-            raise damaged(problem) from None
-        if record.scenario != path.stem:
-            raise damaged(f"holds scenario {record.scenario!r}, not {path.stem!r}")
-        return record
+# The stores moved to `scenario_store.py` (which imports this module); still importable here.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "FileScenarioStore": "baton.pipeline.scenario_store",
+        "ScenarioStore": "baton.pipeline.scenario_store",
+    },
+)

@@ -33,6 +33,11 @@ class ScenarioState(BaseModel):
     scenario: str
     phase: ScenarioPhase
     iteration: int = 0
+    run: int = Field(
+        1,
+        description="which run of the scenario this is: 1, then 2 once it is submitted again "
+        "(earlier runs' files are kept in `scenarios/<name>/runs/<run>/`)",
+    )
     requirement: str | None = None
     pending_approval: dict[str, Any] | None = None
     last_report: str | None = None

@@ -26,7 +26,13 @@ from baton.models.errors import RecordingDivergedError
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.artifacts import ArtifactStore
 from baton.pipeline.defaults import role_budget
-from baton.pipeline.iteration_reports import iteration_findings, iteration_of, read_iteration
+from baton.pipeline.iteration_reports import (
+    emit_iteration_ended,
+    emit_scenario_ended,
+    iteration_findings,
+    iteration_of,
+    read_iteration,
+)
 from baton.pipeline.messages import (
     Approve,
     HandoffDelivered,
@@ -45,17 +51,18 @@ from baton.pipeline.packages import (
     ScenarioCompletion,
 )
 from baton.pipeline.roles import EXECUTE, INIT
+from baton.pipeline.run_archive import archive_run
 from baton.pipeline.scenario import (
     SCENARIO_FILE,
     PendingHandoff,
     ScenarioConfig,
     ScenarioRecord,
-    ScenarioStore,
     load_scenario,
     scenario_dir,
 )
 from baton.pipeline.scenario_damage import DamagedQuery, DamagedScenario
 from baton.pipeline.scenario_state import ScenarioRefused, ScenarioState
+from baton.pipeline.scenario_store import FileScenarioStore, ScenarioStore
 from baton.pipeline.scheduler_memory import SchedulerMemory, iteration_finding
 from baton.pipeline.scheduling_policy import Decision, decide
 from baton.pipeline.spend import SpendLedger
@@ -97,6 +104,7 @@ class SchedulerActor(Actor):
         check_model: Callable[[str], None] | None = None,
         memory: SchedulerMemory | None = None,
         on_changed: Callable[[ScenarioState], None] | None = None,
+        store: ScenarioStore | None = None,
     ) -> None:
         self.setup = setup
         # The runs' ledger, for the caps this Scheduler sets and checks at submit.
@@ -120,7 +128,8 @@ class SchedulerActor(Actor):
         # submit, so a bad one is refused there rather than by the agent, later, unseen.
         self.budgets = dict(budgets) if budgets is not None else default_budgets()
         self.on_warning = on_warning
-        self.store = ScenarioStore(workspace)
+        # Its records: the workspace's files unless the host shares them (Redis).
+        self.store = store if store is not None else FileScenarioStore(workspace)
         self.artifacts = ArtifactStore(workspace)
         self.work = WorkOrders(
             self,
@@ -185,6 +194,14 @@ class SchedulerActor(Actor):
             await anyio.to_thread.run_sync(self.check_model, message.scenario)
         if message.auto_approve is not None:
             config = config.model_copy(update={"auto_approve": message.auto_approve})
+        if existing is not None:
+            # The previous run's files move to runs/<run>/ before this run's record is saved:
+            # killed in between, the next submit finishes the move (docs/handoffs.md,
+            # "Earlier runs").
+            folder = scenario_dir(self.workspace, existing.scenario)
+            kept = await anyio.to_thread.run_sync(archive_run, folder, existing.run)
+            if kept is not None:
+                log.info("scheduler.run_archived", scenario=existing.scenario, folder=str(kept))
         record = ScenarioRecord(
             scenario=message.scenario,
             requirement=message.requirement or config.requirement,
@@ -422,6 +439,9 @@ class SchedulerActor(Actor):
             critical_share=decision.critical_share,
             verdict=decision.verdict,
         )
+        emit_iteration_ended(
+            self.setup.token_log, record, package, decision, summary=summary, report=report
+        )
         # Written before the merge (it reads the previous iteration's findings); stored after
         # an end is saved, so the end is not held up, and before a dispatch, which recalls it.
         finding = iteration_finding(record, package, decision, summary, report)
@@ -473,6 +493,7 @@ class SchedulerActor(Actor):
         record.waiting = None
         record.note(phase, reason=reason)
         await self.store.save(record)
+        emit_scenario_ended(self.setup.token_log, record)
         self._changed(record)
         log.info("scheduler.scenario_ended", scenario=record.scenario, phase=phase, reason=reason)
         if self.on_ended is not None:

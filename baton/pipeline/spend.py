@@ -6,6 +6,11 @@ totals are read back from the token log, so a restarted process knows what was s
 agent asks `check` before each call of a scenario round: once the run has spent its cap
 (`spent >= cap`), the call is not made (README.md, "Configuration", `max_cost_usd`).
 
+With a Redis mailbox the ledger is shared (`redis_spend.SharedSpend`): every process adds its
+calls to one counter per run and checks against the cap the Scheduler's process set there, so
+the cap holds across every worker (README.md, "Scaling out"); the totals are then read from
+Redis, not from this process's token log.
+
 A call whose cost is unknown (no price) could count only as nothing, so a cap is refused
 where an agent's model has no price: at start for baton.toml's cap, at submit for a
 scenario's own (README.md, "Spend cap"). Without a cap, such a call's cost is "unknown".
@@ -14,24 +19,36 @@ scenario's own (README.md, "Spend cap"). Without a cap, such a call's cost is "u
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from baton._log import get_logger
 from baton.agents.errors import SpendCapReachedFailure
 from baton.agents.messages import scenario_of
 from baton.context.usage import Usage
 from baton.errors import ConfigError
 from baton.models.price_config import missing_price_lines
 from baton.models.pricing import PRICES, ModelPrice, cost_usd, price_for
-from baton.pipeline.scenario import ScenarioConfig, ScenarioRecord, ScenarioStore
+from baton.pipeline.scenario import ScenarioConfig, ScenarioRecord
+from baton.pipeline.scenario_store import ScenarioStore
+from baton.runtime.backoff import Backoff
 from baton.runtime.log_files import rotated_files
 
 if TYPE_CHECKING:
     from baton.pipeline.config import BatonConfig
+    from baton.pipeline.redis_spend import SharedSpend
+
+log = get_logger(__name__)
+
+# Retrying a shared addition Redis did not take; at close, how long the last ones may take.
+_RETRY = Backoff(initial=0.1, maximum=5.0)
+_DRAIN = 5.0
 
 
 @dataclass(slots=True)
@@ -46,9 +63,26 @@ class RunSpend:
         """The run's cost so far; None when a call's cost is unknown."""
         return None if self.unknown_calls else self.known_usd
 
+    def merge(self, later: RunSpend) -> None:
+        """Take in totals read from the shared ledger: they only grow, so the larger one is
+        the later (an announcement may arrive after a fresher read)."""
+        self.known_usd = max(self.known_usd, later.known_usd)
+        self.unknown_calls = max(self.unknown_calls, later.unknown_calls)
+
+
+# What a shared ledger sends to Redis, in order: ("add", conversation, cost) or ("cap", ...).
+_Change = tuple[str, str, float | None]
+
 
 class SpendLedger:
-    """Spend per scenario run (keyed by its conversation id) and the cap each run has."""
+    """Spend per scenario run (keyed by its conversation id) and the cap each run has.
+
+    With `shared`, the runs' totals and caps live in Redis for every process: `add` and
+    `set_cap` queue their change, which `sharing` sends in order while it is open; `check`
+    reads the run's total and cap there; and what this ledger shows is kept current from
+    every process's additions (`sharing(follow=True)`). `shares_caps` is False in a process
+    that does not host the Scheduler: only the Scheduler's caps are shared.
+    """
 
     def __init__(
         self,
@@ -56,13 +90,25 @@ class SpendLedger:
         *,
         default_cap: float | None = None,
         models: Mapping[str, str] | None = None,
+        shared: SharedSpend | None = None,
+        shares_caps: bool = True,
     ) -> None:
         self.prices = prices
         self.default_cap = default_cap  # baton.toml's `[scenario] max_cost_usd`
         # Each agent's model, by the name its calls are logged under: what a cap must price.
         self.models = dict(models or {})
+        self.shared = shared
+        self.shares_caps = shares_caps
         self._runs: dict[str, RunSpend] = {}
         self._caps: dict[str, float] = {}
+        # What `sharing` sends, queued from the start: caps set before it opens go first.
+        self._outbox: MemoryObjectSendStream[_Change] | None = None
+        self._changes: MemoryObjectReceiveStream[_Change] | None = None
+        if shared is not None:
+            self._outbox, self._changes = anyio.create_memory_object_stream[_Change](float("inf"))
+        self._queued = 0
+        self._sent = 0
+        self._sent_more: anyio.Event | None = None  # made by the first waiter
 
     def add(self, conversation: str, cost: float | None) -> None:
         """Count one call's `cost_usd` (None: unknown) against its run."""
@@ -71,6 +117,7 @@ class SpendLedger:
             run.unknown_calls += 1
         else:
             run.known_usd += cost
+        self._share("add", conversation, cost)
 
     def spend(self, conversation: str) -> RunSpend:
         """What the run has spent (nothing yet: zero)."""
@@ -82,6 +129,8 @@ class SpendLedger:
             self._caps.pop(conversation, None)
         else:
             self._caps[conversation] = cap
+        if self.shares_caps:
+            self._share("cap", conversation, cap)
 
     def cap_of(self, config: ScenarioConfig) -> float | None:
         """A scenario's cap: its `[scenario] max_cost_usd`, else baton.toml's; None: none."""
@@ -98,14 +147,95 @@ class SpendLedger:
         """The run's cap; None when it has none."""
         return self._caps.get(conversation)
 
-    def check(self, conversation: str) -> None:
-        """`SpendCapReachedFailure` when the run has spent its cap: its next call must wait."""
-        cap = self._caps.get(conversation)
+    async def check(self, conversation: str) -> None:
+        """`SpendCapReachedFailure` when the run has spent its cap: its next call must wait.
+        Shared, the total and the cap are Redis's, this process's additions sent first."""
+        if self.shared is None:
+            cap = self._caps.get(conversation)
+        else:
+            await self.shared_up_to_date()
+            run, cap = await self.shared.read(conversation)
+            self._runs.setdefault(conversation, RunSpend()).merge(run)
         if cap is None:
             return
         spent = self.spend(conversation).known_usd
         if spent >= cap:
             raise SpendCapReachedFailure(scenario_of(conversation), spent, cap)
+
+    # --- the shared ledger ---------------------------------------------------------------------
+
+    def _share(self, kind: str, conversation: str, value: float | None) -> None:
+        if self._outbox is None:
+            return
+        self._queued += 1
+        self._outbox.send_nowait((kind, conversation, value))
+
+    def heard(self, conversation: str, run: RunSpend) -> None:
+        """A run's totals as the shared ledger has them (another process added to them)."""
+        self._runs.setdefault(conversation, RunSpend()).merge(run)
+
+    async def shared_up_to_date(self) -> None:
+        """Return once every addition and cap this process made so far is in Redis: before a
+        check, and before the Scheduler saves a record whose work order a worker may take."""
+        target = self._queued
+        while self._sent < target:
+            if self._sent_more is None:
+                self._sent_more = anyio.Event()
+            await self._sent_more.wait()
+
+    @asynccontextmanager
+    async def sharing(self, *, follow: bool = False) -> AsyncIterator[SpendLedger]:
+        """For the block, send what this process adds to the shared ledger (in order,
+        retried while Redis does not answer) and, with `follow`, hear what every other
+        process adds; without `shared`, nothing to do. On exit what is left is sent for
+        `_DRAIN` seconds at most."""
+        shared, outbox, changes = self.shared, self._outbox, self._changes
+        if shared is None or outbox is None or changes is None:
+            yield self
+            return
+        failure: BaseException | None = None
+        following = anyio.CancelScope()
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._send, shared, changes)
+            if follow:
+                group.start_soon(self._follow, shared, following)
+            try:
+                yield self
+            except BaseException as error:  # noqa: BLE001 - re-raised below
+                # Out of the task group, or it would reach the caller in an ExceptionGroup.
+                failure = error
+            finally:
+                following.cancel()
+                outbox.close()
+                group.cancel_scope.deadline = anyio.current_time() + _DRAIN
+        if failure is not None:
+            raise failure
+
+    async def _follow(self, shared: SharedSpend, scope: anyio.CancelScope) -> None:
+        with scope:
+            await shared.follow(self.heard)
+
+    async def _send(self, shared: SharedSpend, changes: MemoryObjectReceiveStream[_Change]) -> None:
+        from redis.exceptions import RedisError  # noqa: PLC0415 - only a shared ledger has Redis
+
+        async with changes:
+            async for kind, conversation, value in changes:
+                attempt = 0
+                while True:
+                    try:
+                        if kind == "add":
+                            self.heard(conversation, await shared.add(conversation, value))
+                        else:
+                            await shared.set_cap(conversation, value)
+                        break
+                    except (RedisError, OSError) as exc:
+                        log.warning("spend.share_failed", conversation=conversation, error=str(exc))
+                        await anyio.sleep(_RETRY.delay(attempt))
+                        attempt += 1
+                self._sent += 1
+                sent, self._sent_more = self._sent_more, None
+                if sent is not None:
+                    sent.set()
 
     def check_covers(self, conversation: str, cap: float | None) -> None:
         """`ConfigError` when `cap` does not cover what the run spent: resumed under it, the
@@ -199,17 +329,32 @@ def _call_record(line: str) -> dict[str, Any] | None:
 
 async def load_spend(
     config: BatonConfig,
-    workspace: Path,
+    store: ScenarioStore,
     token_log: Path | None,
     models: Mapping[str, str] | None = None,
+    *,
+    shared: SharedSpend | None = None,
+    hosts_scheduler: bool = True,
 ) -> SpendLedger:
     """The ledger of a pipeline whose agents call `models` (actor → model name): `config`'s
     prices and default cap, what each run spent before this process started (read from
-    `token_log`), and each saved run's cap. `ConfigError` when baton.toml sets a cap that
-    one of `models` has no price for (`SpendLedger.check_counted`)."""
-    spend = SpendLedger(config.price_table, default_cap=config.scenario.max_cost_usd, models=models)
+    `token_log`; from Redis when `shared`), and the cap of each run `store` holds (set by the
+    process that `hosts_scheduler`; the others read the caps it shares). `ConfigError` when
+    baton.toml sets a cap that one of `models` has no price for (`check_counted`).
+    Shared, the caps set here are sent once the caller opens `sharing()`."""
+    spend = SpendLedger(
+        config.price_table,
+        default_cap=config.scenario.max_cost_usd,
+        models=models,
+        shared=shared,
+        shares_caps=hosts_scheduler,
+    )
     spend.check_counted(spend.default_cap, "baton.toml")
-    if token_log is not None:
+    if shared is not None:
+        for conversation, run in (await shared.load()).items():
+            spend.heard(conversation, run)
+    elif token_log is not None:
         await anyio.to_thread.run_sync(spend.read_token_log, token_log)
-    spend.set_caps((await ScenarioStore(workspace).load_all()).values())
+    if hosts_scheduler:
+        spend.set_caps((await store.load_all()).values())
     return spend

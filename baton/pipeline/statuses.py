@@ -12,6 +12,7 @@ from baton.pipeline.errors import (
     NoPendingHandoffError,
     NoScenarioModelError,
     NoSchedulerError,
+    RunArchiveConflictError,
     SchedulerReplyFailure,
     UnknownScenarioError,
 )
@@ -26,6 +27,7 @@ for _error, _status in (
     (NoScenarioModelError, 409),
     (NoPendingHandoffError, 409),
     (DamagedScenarioError, 409),
+    (RunArchiveConflictError, 409),
     (SchedulerReplyFailure, 502),
 ):
     register_status(_error, _status)

@@ -15,7 +15,8 @@ from baton.models.errors import ModelCallFailure
 from baton.pipeline.agent_context import AgentContext
 from baton.pipeline.messages import Dispatch
 from baton.pipeline.packages import HandoffPackage
-from baton.pipeline.scenario import ScenarioRecord, ScenarioStore
+from baton.pipeline.scenario import ScenarioRecord
+from baton.pipeline.scenario_store import ScenarioStore
 from baton.pipeline.scheduler_memory import SchedulerMemory
 from baton.runtime.actor import Actor
 

@@ -15,6 +15,10 @@ This object also carries what crossing processes needs besides the mailboxes:
 
 Journals live in the same Redis (see `baton.agents.redis_journal`), so whichever process
 handles a conversation's message sees the whole conversation.
+
+The URL may name one node of a Redis Cluster: `open` then talks to the whole cluster
+(`baton.mailboxes.redis_client`). The registry and each reply stream are one key each; an
+actor's own keys share its hash slot.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import TypeAdapter
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from baton._log import get_logger
 from baton.errors import BatonError, RuntimeFailure
@@ -40,8 +44,10 @@ from baton.mailboxes.envelope import Envelope, new_id
 from baton.mailboxes.errors import InvalidMessageError
 from baton.mailboxes.protocol import DeadLetterSink, Mailbox
 from baton.mailboxes.redis import RedisMailbox
+from baton.mailboxes.redis_client import RedisClient, connect
 from baton.runtime._cell import PendingAsk
 from baton.runtime._error_wire import error_body, rebuild_error, status_for
+from baton.runtime._redis_upgrade import rename_untagged_keys
 from baton.runtime.actor import Actor
 from baton.runtime.errors import UnknownActorError
 from baton.runtime.settings import RedisConfig
@@ -63,11 +69,18 @@ def consumer_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{new_id()}"
 
 
+def _unreachable(url: str, error: BaseException) -> RuntimeFailure:
+    return RuntimeFailure(
+        f"cannot reach Redis at {url} ({error}): start redis-server there, or set "
+        "runtime.mailbox to sqlite"
+    )
+
+
 class Distributed:
     """The Redis side of one process's runtime; open it with `Distributed.open`."""
 
     def __init__(
-        self, client: Redis, *, url: str, settings: RedisConfig, max_attempts: int
+        self, client: RedisClient, *, url: str, settings: RedisConfig, max_attempts: int
     ) -> None:
         self.client = client
         self.url = url
@@ -91,15 +104,16 @@ class Distributed:
     ) -> AsyncIterator[Distributed]:
         """Connect (failing at once, with the URL, when Redis cannot be reached) and run the
         heartbeat and the reply streams for the block."""
-        client = Redis.from_url(url, socket_timeout=_SOCKET_TIMEOUT)
         try:
-            await client.ping()
+            client = await connect(url, socket_timeout=_SOCKET_TIMEOUT)
+        except (RedisError, RedisClusterException, OSError) as exc:
+            raise _unreachable(url, exc) from None
+        try:
+            if isinstance(client, Redis):  # a cluster never held keys without hash tags
+                await rename_untagged_keys(client, settings.prefix)
         except (RedisError, OSError) as exc:
             await client.aclose()
-            raise RuntimeFailure(
-                f"cannot reach Redis at {url} ({exc}): start redis-server there, or set "
-                "runtime.mailbox to sqlite"
-            ) from None
+            raise _unreachable(url, exc) from None
         backend = cls(client, url=url, settings=settings, max_attempts=max_attempts)
         try:
             async with anyio.create_task_group() as sending:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -34,12 +34,19 @@ from baton.runtime.errors import (
     UnknownActorError,
 )
 from baton.runtime.ref import DEFAULT_ASK_TIMEOUT, ActorRef
-from baton.runtime.settings import KernelConfig, is_redis_url, load_settings, redact_url
+from baton.runtime.settings import (
+    KernelConfig,
+    RedisConfig,
+    is_redis_url,
+    load_settings,
+    redact_url,
+)
 from baton.runtime.supervision import SupervisorPolicy
 from baton.runtime.token_log import TOKEN_LOG, TokenLog
 
 if TYPE_CHECKING:
     from baton.runtime.distributed import Distributed
+    from baton.runtime.token_relay import TokenRelay
 
 log = get_logger(__name__)
 
@@ -73,6 +80,16 @@ def sqlite_mailboxes(store: SqliteStore, max_attempts: int) -> MailboxFactory:
         )
 
     return make
+
+
+def _token_relay(
+    distributed: Distributed, settings: RedisConfig
+) -> AbstractAsyncContextManager[TokenRelay]:
+    """The token log's copy in Redis (docs/token-log.md, "Across processes"), over the
+    backend's client; imported only here, as the Redis backend is."""
+    from baton.runtime.token_relay import TokenRelay  # noqa: PLC0415
+
+    return TokenRelay.open(distributed.client, distributed.url, settings)
 
 
 def _redis_backend(mailbox: str) -> type[Distributed]:
@@ -181,6 +198,7 @@ class Runtime:
         attempts = policy.max_attempts if policy is not None else supervision.max_attempts
         async with AsyncExitStack() as backends:
             distributed: Distributed | None = None
+            relay: TokenRelay | None = None  # every process's token-log lines in Redis
             store: SqliteStore | None = None
             if mailbox_factory is None and is_redis_url(settings.mailbox):
                 distributed = await backends.enter_async_context(
@@ -189,6 +207,9 @@ class Runtime:
                     )
                 )
                 mailbox_factory = distributed.mailbox
+                relay = await backends.enter_async_context(
+                    _token_relay(distributed, settings.redis)
+                )
             elif mailbox_factory is None and root is not None and settings.mailbox == "sqlite":
                 store = await backends.enter_async_context(
                     SqliteStore.open(
@@ -204,6 +225,8 @@ class Runtime:
                     token_path,
                     max_bytes=config.logs.token_log_max_bytes,
                     backups=config.logs.token_log_backups,
+                    process=distributed.consumer if distributed is not None else None,
+                    relay=relay,
                 ) as token_log,
                 anyio.create_task_group() as tg,
             ):

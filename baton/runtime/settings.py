@@ -78,6 +78,9 @@ class RedisConfig(_Strict):
     claim_idle: float = Field(30.0, gt=0)
     # A worker owns a conversation while it works on it; a dead worker's lease lapses after it.
     lease_ttl: float = Field(15.0, gt=0)
+    # Token-log lines the shared stream keeps, about (every process's; docs/token-log.md,
+    # "Across processes"): Redis trims the oldest past it.
+    token_log_max: int = Field(100_000, ge=1)
     prefix: str = Field("baton", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
 
 

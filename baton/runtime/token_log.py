@@ -2,17 +2,21 @@
 
 Records are rendered by a structlog pipeline (timestamp, context, schema check, JSON) on the
 emitting task, then appended by one writer task with aiofiles, so emitting never blocks the
-event loop on the disk. Rotation happens between whole lines: a line is never split.
+event loop on the disk. Rotation happens between whole lines: a line is never split. With a
+Redis mailbox the writer also hands each batch to a `TokenRelay`, which copies it to the
+stream every process shares (docs/token-log.md, "Across processes").
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiofiles
 import anyio
@@ -32,6 +36,10 @@ from baton.runtime.disk_writes import append_whole
 from baton.runtime.log_files import TOKEN_LOG as TOKEN_LOG  # noqa: PLC0414
 from baton.runtime.logging import current_actor, redact_secrets
 from baton.runtime.token_records import record_model
+
+if TYPE_CHECKING:
+    # Only with a Redis mailbox, and then made by the runtime: redis-py is not loaded here.
+    from baton.runtime.token_relay import TokenRelay
 
 log = get_logger(__name__)
 
@@ -53,6 +61,11 @@ def _add_context(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
         event_dict.setdefault(key, bound.get(key))
     event_dict.setdefault("actor", bound.get("actor") or current_actor())
     return event_dict
+
+
+def process_name() -> str:
+    """`HOST:PID`: what names this process in the `process` field of its lines."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _validate(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
@@ -93,8 +106,18 @@ class _Enqueue:
 class TokenLog:
     """Validated token-log records: appended to a file (if any) and streamed to followers."""
 
-    def __init__(self, path: Path | None, *, max_bytes: int, backups: int) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        max_bytes: int,
+        backups: int,
+        process: str | None = None,
+        relay: TokenRelay | None = None,
+    ) -> None:
         self.path = path
+        self.process = process or process_name()
+        self.relay = relay  # the shared stream's sender, with a Redis mailbox
         self._max_bytes = max_bytes
         self._backups = backups
         send, receive = anyio.create_memory_object_stream[str](math.inf)
@@ -117,6 +140,7 @@ class TokenLog:
             wrapper_class=structlog.BoundLogger,
             processors=[
                 _add_context,
+                self._add_process,
                 structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
                 redact_secrets,
                 _validate,
@@ -132,8 +156,12 @@ class TokenLog:
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
         backups: int = DEFAULT_BACKUPS,
+        process: str | None = None,
+        relay: TokenRelay | None = None,
     ) -> AsyncIterator[TokenLog]:
-        """Run the writer for the block; on exit every emitted record is on disk."""
+        """Run the writer for the block; on exit every emitted record is on disk (and handed
+        to `relay`, if any). `process` names this process in every line (`HOST:PID` unless
+        given)."""
         file: AsyncBufferedIOBase | None = None
         if path is not None:
             try:
@@ -155,7 +183,7 @@ class TokenLog:
                     f"cannot be opened for appending ({exc.strerror or exc})",
                     f"check that {path.parent} is a writable directory",
                 ) from None
-        token_log = cls(path, max_bytes=max_bytes, backups=backups)
+        token_log = cls(path, max_bytes=max_bytes, backups=backups, process=process, relay=relay)
         if path is not None:
             token_log._file = file
             token_log._size = (await anyio.Path(path).stat()).st_size
@@ -188,6 +216,10 @@ class TokenLog:
                     await token_log._file.close()
             for follower in token_log._followers:
                 follower.close()
+
+    def _add_process(self, _: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+        event_dict.setdefault("process", self.process)
+        return event_dict
 
     def emit(self, event: str, **fields: Any) -> None:
         """Record one event; fields are checked against the event's schema."""
@@ -238,6 +270,8 @@ class TokenLog:
                         break
                 if self._file is not None:
                     await self._append(batch)
+                if self.relay is not None:
+                    self.relay.offer(batch)  # never waits: Redis is the relay's task's concern
                 self._written += len(batch)
                 self._notify(batch)
                 done, self._batch_done = self._batch_done, anyio.Event()

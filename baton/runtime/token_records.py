@@ -1,11 +1,12 @@
 """The token log's record schema (docs/token-log.md, "Fields"): one pydantic model per event,
 registered by the layer that emits it.
 
-Every line carries `ts`, `event`, `actor`, `scenario` and `conversation`; each event adds its
-own fields. The kernel registers its own events (a restart, a dead letter); the layers above
-register theirs when their record module is imported (`baton.agents.records`: model calls,
-compactions, handoffs; `baton.pipeline.records`: memory recalls), so a new event never means
-editing the kernel. README and docs/token-log.md document every field from these models.
+Every line carries `ts`, `event`, `actor`, `scenario`, `conversation` and `process`; each
+event adds its own fields. The kernel registers its own events (a restart, a dead letter);
+the layers above register theirs when their record module is imported
+(`baton.agents.records`: model calls, compactions, handoffs; `baton.pipeline.records`:
+memory recalls), so a new event never means editing the kernel. README and
+docs/token-log.md document every field from these models.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ class TokenLogRecord(BaseModel):
     actor: str | None = Field(None, description="the actor the event belongs to")
     scenario: str | None = Field(None, description="the scenario being worked on, if any")
     conversation: str | None = Field(None, description="the actor's conversation id, if any")
+    process: str | None = Field(
+        None,
+        description="the process that wrote the line: HOST:PID, or with a Redis mailbox its "
+        "consumer name HOST:PID:ID (as its banner prints it)",
+    )
 
 
 _REGISTERED: dict[str, type[TokenLogRecord]] = {}

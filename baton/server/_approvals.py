@@ -1,14 +1,18 @@
 """What `baton status` and `baton show` say of a handoff awaiting approval: the package's
 summary, its design files and the exact commands that decide it (docs/handoffs.md,
-"Approval")."""
+"Approval"); and what `baton show` says of the scenario's run."""
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from baton._write_rules import SCENARIOS_DIR
 from baton.errors import BatonError
 from baton.pipeline.packages import InitToExecuteContext, parse_package
+from baton.pipeline.run_archive import runs_line
 
 if TYPE_CHECKING:
     from baton.pipeline.scenario_state import ScenarioState
@@ -70,9 +74,15 @@ def pending_lines(state: ScenarioState, workspace: str | None = None) -> list[st
     return lines
 
 
-def render_show(state: ScenarioState, workspace: str | None = None) -> str:
-    """`baton show SCENARIO`: the scenario's state and its pending handoff, if any."""
+def render_show(
+    state: ScenarioState, workspace: str | None = None, earlier: Sequence[int] = ()
+) -> str:
+    """`baton show SCENARIO`: the scenario's state, which run it is and where the `earlier`
+    runs are kept (docs/handoffs.md, "Earlier runs"), and its pending handoff, if any."""
     lines = [f"{state.scenario}: {state.phase} (iteration {state.iteration})"]
+    folder = Path(workspace or ".", SCENARIOS_DIR, state.scenario)
+    kept = f" ({runs_line(folder, list(earlier))})" if earlier else ""
+    lines.append(f"run: {state.run}{kept}")
     if state.requirement:
         lines.append(f"requirement: {_one_line(state.requirement)}")
     if state.waiting:

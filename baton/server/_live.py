@@ -1,7 +1,9 @@
 """What a person sees of `baton run` (README.md, "What `baton run` shows"): its progress.
 
 The view is fed in process: token-log records as the writer hands them to followers
-(`TokenLog.follow`, the same stream `/tokens?follow=true` serves) and the scheduler's
+(`TokenLog.follow`, the same stream `/tokens?follow=true` serves; with a Redis mailbox also
+the other processes' records, from the stream they share: docs/token-log.md, "Across
+processes") and the scheduler's
 scenario states, asked for when a handoff or a scenario end says they changed. On a
 terminal it is a live panel per scenario (rich); elsewhere (a pipe, a file) one plain line
 per handoff, compaction, restart, dead letter or phase change, with no escape codes. Either
@@ -14,7 +16,13 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
+from contextlib import (
+    AbstractAsyncContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+    suppress,
+)
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -43,6 +51,17 @@ _ASK_TIMEOUT = 5.0
 _FINAL_ASK_TIMEOUT = 2.0  # a stopping run must not wait long for a busy scheduler
 _REFRESHES_PER_SECOND = 4
 _BAR_WIDTH = 24
+
+
+def _other_processes(
+    token_log: TokenLog,
+) -> AbstractAsyncContextManager[MemoryObjectReceiveStream[dict[str, Any]] | None]:
+    if token_log.relay is None:
+        return nullcontext(None)
+    # Only with a Redis mailbox: a process without one loads no redis-py.
+    from baton.server._token_source import other_processes  # noqa: PLC0415
+
+    return other_processes(token_log)
 
 
 def short_tokens(count: int) -> str:
@@ -259,9 +278,16 @@ class RunView:
 
     @asynccontextmanager
     async def following(self, token_log: TokenLog) -> AsyncIterator[None]:
-        """Fold in every record `token_log` emits while the block runs."""
-        async with token_log.follow() as records, anyio.create_task_group() as tg:
+        """Fold in every record `token_log` emits while the block runs, and with a Redis
+        mailbox every record the deployment's other processes emit meanwhile."""
+        async with (
+            _other_processes(token_log) as others,
+            token_log.follow() as records,
+            anyio.create_task_group() as tg,
+        ):
             tg.start_soon(self._fold, records)
+            if others is not None:
+                tg.start_soon(self._fold, others)
             try:
                 yield
             finally:

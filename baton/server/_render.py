@@ -213,7 +213,7 @@ def _type_name(annotation: Any) -> str:
 def token_log_table() -> str:
     """README's table of every token-log field, generated from `token_records`."""
     events = registered_records()
-    common = ("ts", "event", "actor", "scenario", "conversation")
+    common = ("ts", "event", "actor", "scenario", "conversation", "process")
     first = events[0].model_fields
     rows = ["| event | field | type | meaning |", "|---|---|---|---|"]
     for name in common:

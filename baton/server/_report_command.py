@@ -1,5 +1,6 @@
 """`baton report`: write one self-contained HTML page of the token log (README.md,
-"Token report"). It reads the files directly, so no runtime needs to be running."""
+"Token report"), and for a scenario one page per run beside it. It reads the files
+directly, so no runtime needs to be running."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from baton._private import STATE_DIR, private_dir, private_opener
 from baton.models.pricing import ModelPrice
 from baton.pipeline.config import load_config
 from baton.server._log_location import checked_token_log
-from baton.server._report_data import load_report
+from baton.server._report_data import load_reports
 from baton.server._report_html import render
 
 REPORTS = Path(".baton") / "reports"
@@ -29,17 +30,29 @@ def write_report(
     *,
     prices: Mapping[str, ModelPrice] | None = None,
 ) -> Path:
-    """Render the report of `scenario` (or of the whole log) into `out`; the path written.
+    """Render the report of `scenario` (its latest run; `NAME@N`: that run) or of the whole
+    log into `out`; the path written. Without `out`, a scenario's page goes to
+    `.baton/reports/<scenario>.html` with a page per run beside it (`NAME@N.html`), which
+    its run list links to.
 
     Costs are the calls' own `cost_usd`; a line from before it is priced from its tokens
     with `prices` (default: the workspace's baton.toml `[prices]` over the package's).
-    The page is written to a temporary file and renamed, so a reader never sees half a page.
     """
     log = checked_token_log(workspace)
     if prices is None:
         prices = load_config(workspace).price_table
-    page = render(load_report(log, scenario, prices=prices))
+    main, *runs = load_reports(log, scenario, prices=prices)
+    links = out is None and scenario is not None
     target = out if out is not None else default_out(workspace, scenario)
+    _write(target, render(main, links=links))
+    if links:
+        for report in runs:
+            _write(default_out(workspace, report.scope), render(report, links=True))
+    return target
+
+
+def _write(target: Path, page: str) -> None:
+    """Write `page` to a temporary file and rename it, so a reader never sees half a page."""
     partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     if STATE_DIR in target.parts:
         # Under .baton/ like every file of a run's state: 0600 in 0700 (README.md, "Sandbox
@@ -51,4 +64,3 @@ def write_report(
         target.parent.mkdir(parents=True, exist_ok=True)
         partial.write_text(page, encoding="utf-8")
     partial.replace(target)
-    return target

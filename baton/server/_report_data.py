@@ -4,13 +4,14 @@ The records are those of docs/token-log.md, "Fields": each `model.call` becomes 
 its actor's lane (context size against threshold and window) and a row of the cost table;
 each `context.compacted` a marker; each `handoff.sent` an event between two lanes. The
 x position of everything is its rank in time among the kept records, so a burst of calls and
-a long pause take the same room per record and every lane shares one axis.
+a long pause take the same room per record and every lane shares one axis. A scenario's page
+draws one run, the latest unless one is named, and lists the others (`_report_runs`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from baton.models.pricing import PRICES, ModelPrice
 from baton.pipeline.defaults import DEFAULT_AGENTS
 from baton.pipeline.errors import CommandLineError
 from baton.pipeline.scenario_state import SCHEDULER
-from baton.server._tail_filters import TailFilter, log_files
+from baton.server._report_runs import RUN_EVENTS, RunSummary, run_conversation, summarize_runs
+from baton.server._tail_filters import TailFilter, log_files, run_of
 
 APPROVED = "init_to_execute"
 """The Scheduler dispatches a design to Execute only once it is approved (by `baton approve`
@@ -102,6 +104,8 @@ class Report:
     rows: list[UsageRow]
     times: list[str]  # the `ts` of each record placed on the x axis, by x
     skipped_lines: int = 0
+    runs: list[RunSummary] = field(default_factory=list)  # the scenario's (all: every one)
+    run: RunSummary | None = None  # the run drawn; None: the whole log
 
     @property
     def length(self) -> int:
@@ -119,7 +123,7 @@ class Report:
 
 
 SHOWN = frozenset({"model.call", "context.compacted", "handoff.sent"})
-"""The events the page draws; the others are counted but not kept."""
+"""The events the page draws; the others but `RUN_EVENTS` are counted but not kept."""
 
 
 @dataclass(slots=True)
@@ -154,6 +158,9 @@ def read_records(path: Path) -> LogRead:
                     read.skipped_lines += 1
                 elif record.get("event") in SHOWN:
                     read.records.append(record)
+                elif record.get("event") in RUN_EVENTS:
+                    read.records.append(record)
+                    read.other_records += 1
                 else:
                     read.other_records += 1
     return read
@@ -183,11 +190,22 @@ def select(records: Sequence[Mapping[str, Any]], scenario: str) -> list[Mapping[
     agent of it sent a package of the same type and size (the Scheduler passes the package
     on unchanged, so its estimate is the same).
     """
-    matcher = TailFilter(scenario=scenario)
+    return _select(records, TailFilter(scenario=scenario).matches)
+
+
+def select_run(records: Sequence[Mapping[str, Any]], conversation: str) -> list[Mapping[str, Any]]:
+    """The records of one run, by its conversation (`NAME` is the first run only), with the
+    Scheduler's handoff lines that carry no scenario, as `select` finds them."""
+    return _select(records, lambda record: run_of(record) == conversation)
+
+
+def _select(
+    records: Sequence[Mapping[str, Any]], matches: Callable[[Mapping[str, Any]], bool]
+) -> list[Mapping[str, Any]]:
     kept: list[Mapping[str, Any]] = []
     packages: set[tuple[str, int]] = set()
     for record in records:
-        if matcher.matches(record):
+        if matches(record):
             kept.append(record)
             if str(record.get("event", "")).startswith("handoff."):
                 packages.add((_text(record, "handoff_type"), token_count(record, "package_tokens")))
@@ -217,6 +235,8 @@ def build_report(
     skipped: int = 0,
     *,
     prices: Mapping[str, ModelPrice] = PRICES,
+    runs: Sequence[RunSummary] = (),
+    run: RunSummary | None = None,
 ) -> Report:
     """Lanes, events and the cost table of `records` (in any order; placed by `ts`); lines
     without `cost_usd` are priced from their tokens with `prices`."""
@@ -286,29 +306,53 @@ def build_report(
         rows=sorted(rows.values(), key=lambda row: (_lane_order(row.actor), row.model)),
         times=[_text(record, "ts") for record in shown],
         skipped_lines=skipped,
+        runs=list(runs),
+        run=run,
     )
 
 
-def load_report(
+def load_reports(
     log: Path, scenario: str | None, *, prices: Mapping[str, ModelPrice] = PRICES
-) -> Report:
-    """The report of the token log at `log` (rotated files included) for `scenario`, or for
-    the whole log; `UsageError` for a missing or empty log, `CommandLineError` for a
-    scenario the log does not know."""
+) -> list[Report]:
+    """The report of the token log at `log` (rotated files included) for `scenario` (its
+    latest run; `NAME@N`: that run), or for the whole log; then, for a scenario, that of each
+    of its runs. `UsageError` for a missing or empty log, `CommandLineError` for a scenario
+    or run the log does not know."""
     read = read_records(log)
     records, skipped = read.records, read.skipped_lines
-    if not records:
+    if not any(record.get("event") in SHOWN for record in records):
         what = "no model calls, compactions or handoffs" if read.other_records else "no records"
         raise UsageError(
             f"{what} in the token log at {log} — run `baton run` in this workspace first"
         )
     if scenario is None:
-        return build_report(records, "all", skipped, prices=prices)
-    known = known_scenarios(records)
-    if scenario not in known:
+        runs = summarize_runs(records, None)
+        return [build_report(records, "all", skipped, prices=prices, runs=runs)]
+    runs = summarize_runs(records, scenario_of(scenario))
+    wanted = run_conversation(scenario)
+    shown = (
+        runs[-1:]
+        if RUN_SEPARATOR not in scenario
+        else [run for run in runs if run.conversation == wanted]
+    )
+    if not shown:
+        known = known_scenarios(records)
         what = "run" if RUN_SEPARATOR in scenario else "scenario"
         raise CommandLineError(
             f"unknown {what} {scenario!r} — known: {', '.join(known) or 'none'} (the "
             "scenarios in the token log)"
         )
-    return build_report(select(records, scenario), scenario, skipped, prices=prices)
+
+    def of(run: RunSummary, scope: str) -> Report:
+        return build_report(
+            select_run(records, run.conversation), scope, skipped, prices=prices, runs=runs, run=run
+        )
+
+    return [of(shown[0], scenario), *(of(run, run.name) for run in runs)]
+
+
+def load_report(
+    log: Path, scenario: str | None, *, prices: Mapping[str, ModelPrice] = PRICES
+) -> Report:
+    """The page's report of `load_reports`: the whole log's, or the run's `scenario` names."""
+    return load_reports(log, scenario, prices=prices)[0]

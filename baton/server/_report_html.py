@@ -3,7 +3,8 @@
 Nothing is fetched when the page opens (no script, no font, no stylesheet from elsewhere),
 so it can be mailed or archived as it is. A lane holds at most two points per pixel column
 (the column's lowest and highest context), so a log of any length draws in the same room
-and its peaks stay visible (README.md, "Token report").
+and its peaks stay visible (README.md, "Token report"). A scenario's page draws one run and
+lists the others (`_report_run_html`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 
 from baton.server._report_data import Compaction, Event, Lane, Report, UsageRow
+from baton.server._report_labels import ROW_HEIGHT, Label, layout
+from baton.server._report_run_html import none, runs_section, when, where
 
 WIDTH = 1200
 LEFT = 150  # room for each lane's name and figures
@@ -20,7 +23,6 @@ PLOT = WIDTH - LEFT - RIGHT
 LANE_HEIGHT = 110
 GAP = 44  # between lanes: where the handoff arrows run
 TOP = 28
-LABELLED_COMPACTIONS = 24  # more than this per lane: the figures are in each marker's tooltip
 LISTED_EVENTS = 200
 MARKER_COLUMN = 6  # pixels: more compactions than columns keep the highest of each column
 
@@ -39,7 +41,10 @@ svg .name{font-size:13px;font-weight:600}
 .threshold{fill:none;stroke:#d97706;stroke-dasharray:5 3}
 .window{fill:none;stroke:#dc2626;stroke-dasharray:2 3}
 .compaction line{stroke:#7c3aed;stroke-width:2}.compaction circle{fill:#7c3aed}
-.compaction text{fill:#7c3aed}
+.compaction text{fill:#7c3aed;paint-order:stroke;stroke:#f8fafc;stroke-width:3px}
+.none{color:#5a6270;font-style:italic}.run{font-size:15px;margin:0 0 8px}
+.outcome.completed{color:#15803d}.outcome.failed{color:#b91c1c}.outcome.stopped{color:#b45309}
+#runs th,#runs td,#iterations th,#iterations td{text-align:left}
 .handoff line{stroke:#0f766e;stroke-width:1.5}.approval line{stroke:#16a34a;stroke-width:2.5}
 #events th,#events td{text-align:left}#events td:last-child{text-align:right}
 .legend span{margin-right:16px;white-space:nowrap}
@@ -82,17 +87,11 @@ def downsample(points: Iterable[tuple[float, int]]) -> list[tuple[float, int]]:
     return kept
 
 
-def _when(ts: str) -> str:
-    """A record's time to the second, for a tooltip."""
-    return escape(ts[:19].replace("T", " "))
-
-
 def _tick(ts: str, times: Sequence[str]) -> str:
-    """An axis label: the date too when the log spans days, milliseconds within a minute."""
-    first, last = times[0], times[-1]
-    if first[:10] != last[:10]:
-        return ts[5:16].replace("T", " ")
-    return ts[11:19] if first[:16] != last[:16] else ts[11:23]
+    """An axis label to the second: with the date too when the log spans days."""
+    if times[0][:10] != times[-1][:10]:
+        return ts[5:19].replace("T", " ")
+    return ts[11:19]
 
 
 def _path(points: Sequence[tuple[float, float]]) -> str:
@@ -133,21 +132,26 @@ def _steps(points: Sequence[tuple[float, int]]) -> list[tuple[float, int]]:
     return steps
 
 
+def _label_text(mark: Compaction) -> str:
+    return f"{tokens(mark.before)} → {tokens(mark.after)}"
+
+
 def _compaction(
-    mark: Compaction, x: float, y: Callable[[int], float], label_row: int | None
+    mark: Compaction, x: float, y: Callable[[int], float], label: Label | None, top: float
 ) -> str:
-    text = f"{tokens(mark.before)} → {tokens(mark.after)}"
-    # Neighbouring labels go on alternating rows so that close compactions stay readable.
-    label = (
-        f'<text x="{x + 3:.1f}" y="{y(mark.before) - 3 - 12 * label_row:.1f}">{text}</text>'
-        if label_row is not None
+    text = _label_text(mark)
+    # In the lane's label rows (`_report_labels`): close compactions never overprint.
+    shown = (
+        f'<text x="{label.x:.1f}" y="{top + 11 + ROW_HEIGHT * label.row:.1f}" '
+        f'text-anchor="{label.anchor}" data-row="{label.row}">{escape(label.text)}</text>'
+        if label is not None
         else ""
     )
     return (
         f'<g class="compaction" data-before="{mark.before}" data-after="{mark.after}">'
-        f"<title>{_when(mark.ts)} compacted {text} tokens ({escape(mark.mode)})</title>"
+        f"<title>{when(mark.ts)} compacted {text} tokens ({escape(mark.mode)})</title>"
         f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y(mark.before):.1f}" y2="{y(mark.after):.1f}"/>'
-        f'<circle cx="{x:.1f}" cy="{y(mark.after):.1f}" r="2.5"/>{label}</g>'
+        f'<circle cx="{x:.1f}" cy="{y(mark.after):.1f}" r="2.5"/>{shown}</g>'
     )
 
 
@@ -214,10 +218,10 @@ def _lane_svg(lane: Lane, top: float, axis: _Axis) -> str:
     if line:
         parts.append(f'<polyline class="ctx" points="{_path(line)}"/>')
     marks = thin(lane.compactions, axis.x)
-    labelled = len(marks) <= LABELLED_COMPACTIONS
+    labels = layout([(axis.x(mark.x), _label_text(mark)) for mark in marks], LEFT, LEFT + PLOT)
     parts.extend(
-        _compaction(mark, axis.x(mark.x), y, index % 2 if labelled else None)
-        for index, mark in enumerate(marks)
+        _compaction(mark, axis.x(mark.x), y, label, top)
+        for mark, label in zip(marks, labels, strict=True)
     )
     parts.append("</g>")
     return "".join(parts)
@@ -236,7 +240,7 @@ def _event_svg(event: Event, count: int, lanes: Mapping[str, float], axis: _Axis
         what = f"{what} (and {count - 1:,} more here)"
     return (
         f'<g class="{event.kind}" data-from="{escape(event.source)}" '
-        f'data-to="{escape(event.target)}"><title>{_when(event.ts)} {what}: '
+        f'data-to="{escape(event.target)}"><title>{when(event.ts)} {what}: '
         f"{escape(event.handoff_type)} {escape(event.source)} → {escape(event.target)} "
         f"({tokens(event.package_tokens)} tokens)</title>"
         f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y1:.1f}" y2="{y2:.1f}" '
@@ -276,6 +280,9 @@ def _chart(report: Report) -> str:
 
 
 def _usage_table(report: Report) -> str:
+    if not report.rows:
+        return none(f"No model calls in {where(report)}.")
+
     def cells(row: UsageRow) -> str:
         return "".join(
             f"<td>{value}</td>"
@@ -318,8 +325,10 @@ def _usage_table(report: Report) -> str:
 
 
 def _events_table(report: Report) -> str:
+    if not report.events:
+        return none(f"No handoffs in {where(report)}.")
     rows = "".join(
-        f"<tr><td>{escape(event.ts)}</td><td>{event.kind}</td><td>{escape(event.handoff_type)}"
+        f"<tr><td>{when(event.ts)}</td><td>{event.kind}</td><td>{escape(event.handoff_type)}"
         f"</td><td>{escape(event.source)} → {escape(event.target)}</td>"
         f"<td>{tokens(event.package_tokens)}</td></tr>"
         for event in report.events[:LISTED_EVENTS]
@@ -327,16 +336,17 @@ def _events_table(report: Report) -> str:
     more = len(report.events) - LISTED_EVENTS
     note = f'<p class="meta">and {more:,} more (all are drawn above)</p>' if more > 0 else ""
     return (
-        '<table id="events"><thead><tr><th>time</th><th>event</th><th>type</th>'
+        '<table id="events"><thead><tr><th>time (UTC)</th><th>event</th><th>type</th>'
         f"<th>from → to</th><th>package tokens</th></tr></thead><tbody>{rows}</tbody></table>"
         f"{note}"
     )
 
 
-def render(report: Report) -> str:
-    """The whole page of `report`."""
+def render(report: Report, *, links: bool = False) -> str:
+    """The whole page of `report`; `links`: the other runs' pages are written beside it
+    (`baton report --scenario` without `--out`), so the run list links to them."""
     span = (
-        f"{escape(report.times[0])} – {escape(report.times[-1])}" if report.times else "no records"
+        f"{when(report.times[0])} – {when(report.times[-1])} UTC" if report.times else "no records"
     )
     calls = sum(row.tally.calls for row in report.rows)
     compactions = sum(len(lane.compactions) for lane in report.lanes)
@@ -356,6 +366,11 @@ def render(report: Report) -> str:
             ("#16a34a", "approved design dispatched"),
         )
     )
+    chart = (
+        f'<p class="legend">{legend}</p>{_chart(report)}'
+        if report.lanes
+        else none(f"No model calls, compactions or handoffs in {where(report)}.")
+    )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>baton report — {escape(report.scope)}</title><style>{_STYLE}</style></head>"
@@ -364,7 +379,7 @@ def render(report: Report) -> str:
         f"{len(report.events):,} handoffs and approvals{skipped}. The x axis is the order "
         "of the records in time; costs are estimates from list prices (— where a price is "
         "unknown).</p>"
-        f'<p class="legend">{legend}</p>{_chart(report)}'
+        f"{runs_section(report, links=links)}{chart}"
         f"<h2>Calls, tokens and estimated cost per agent and model</h2>{_usage_table(report)}"
         f"<h2>Handoffs and approvals</h2>{_events_table(report)}</body></html>\n"
     )

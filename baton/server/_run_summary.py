@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from baton._write_rules import SCENARIOS_DIR
 from baton.models.call_tally import CallTally, token_count
+from baton.pipeline.run_archive import earlier_runs, runs_line
 from baton.pipeline.scenario_state import SCHEDULER, ScenarioState
 from baton.runtime.log_files import PROCESS_LOG, TOKEN_LOG
 
@@ -212,18 +214,29 @@ def _artifact_lines(
 ) -> list[str]:
     lines: list[str] = []
     for state in states:
-        lines.append(f"  {state.scenario}: {state.phase} (iteration {state.iteration})")
+        which = f"run {state.run}, " if state.run > 1 else ""
+        lines.append(f"  {state.scenario}: {state.phase} ({which}iteration {state.iteration})")
         if state.scenario in reports:
             lines.append(f"    report: {reports[state.scenario]}")
-        if state.last_report is None:
-            continue
-        report = workspace / state.last_report
-        outputs = report.parent.parent
-        iterations = sorted(
-            (path for path in outputs.glob("iteration_*") if path.is_dir()),
-            key=lambda path: (len(path.name), path.name),
-        )
-        if iterations:
-            lines.append(f"    iteration outputs: {', '.join(f'{path}/' for path in iterations)}")
-        lines.append(f"    last iteration report: {report}")
+        if state.last_report is not None:
+            lines.extend(_output_lines(workspace / state.last_report))
+        # Only this run's outputs are beside its last report; the earlier runs' were moved
+        # aside as it started (docs/handoffs.md, "Earlier runs").
+        folder = workspace / SCENARIOS_DIR / state.scenario
+        earlier = [run for run in earlier_runs(folder) if run < state.run]
+        if earlier:
+            lines.append(f"    {runs_line(folder, earlier)}")
+    return lines
+
+
+def _output_lines(report: Path) -> list[str]:
+    outputs = report.parent.parent
+    iterations = sorted(
+        (path for path in outputs.glob("iteration_*") if path.is_dir()),
+        key=lambda path: (len(path.name), path.name),
+    )
+    lines: list[str] = []
+    if iterations:
+        lines.append(f"    iteration outputs: {', '.join(f'{path}/' for path in iterations)}")
+    lines.append(f"    last iteration report: {report}")
     return lines

@@ -1,6 +1,7 @@
 """The report `baton run` writes as each scenario ends (README.md, "What `baton run` shows"):
 `.baton/reports/<scenario>.html`, the page `baton report --scenario` writes (README.md,
-"Token report"), once every record of the scenario is on disk."""
+"Token report": the latest run, with a page per run beside it), once every record of the
+scenario is on disk."""
 
 from __future__ import annotations
 

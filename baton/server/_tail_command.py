@@ -2,7 +2,9 @@
 
 It reads the files directly, so it works whether or not a runtime is running. `-n` and
 `--since` reach back into the rotated files (`tokens.jsonl.1`, ...), oldest first; without
-them only the current file is read, as the log is followed.
+them only the current file is read, as the log is followed. With `--mailbox redis://...` it
+reads the stream every process of the deployment copies its lines to instead, whole, then
+follows it (docs/token-log.md, "Across processes").
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import anyio
 from baton._write_rules import SCENARIOS_DIR
 from baton.agents.messages import scenario_of
 from baton.errors import UsageError
+from baton.pipeline.errors import CommandLineError
+from baton.runtime.settings import is_redis_url, load_settings
 from baton.server._log_location import checked_token_log
 from baton.server._render import render_record
 from baton.server._tail import follow_lines, read_lines, record_problem
@@ -49,6 +53,11 @@ class TailOptions:
     event: str | None = None
     scenario: str | None = None
     since: datetime | None = None
+    mailbox: str | None = None  # `--mailbox redis://...`: read every process's stream
+
+
+Lines = Callable[[], AsyncGenerator[str, None]]
+"""Where the logged actors and scenarios are looked for: a fresh pass over the log each call."""
 
 
 class _Printer:
@@ -105,12 +114,12 @@ class _Printer:
             self._out(f"(not a token-log record: {problem}) {line}")
 
 
-async def _logged(files: list[Path], field: str, wanted: str) -> set[str]:
-    """The values of `field` in the records of `files` (a scenario field as its scenario's
+async def _logged(lines: Lines, field: str, wanted: str) -> set[str]:
+    """The values of `field` in the records of `lines` (a scenario field as its scenario's
     name), stopping early once `wanted` is among them."""
     found: set[str] = set()
-    for file in files:
-        async for line in read_lines(file):
+    async with aclosing(lines()) as logged:
+        async for line in logged:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
@@ -128,23 +137,19 @@ def _scenario_folders(workspace: Path) -> list[str]:
     return [entry.name for entry in folder.iterdir() if entry.is_dir()] if folder.is_dir() else []
 
 
-async def _check_scenario(options: TailOptions, path: Path) -> None:
-    assert options.scenario is not None
-    folders = await anyio.to_thread.run_sync(_scenario_folders, options.workspace)
-    wanted = scenario_of(options.scenario)
-    if wanted in folders:
-        return
-    logged = await _logged(log_files(path, rotated=True), "scenario", wanted)
-    check_scenario(options.scenario, folders, logged)
-
-
-async def _check_actor(options: TailOptions, path: Path) -> None:
-    assert options.actor is not None
-    configured = await anyio.to_thread.run_sync(configured_actors, options.workspace)
-    if options.actor in configured:
-        return
-    logged = await _logged(log_files(path, rotated=True), "actor", options.actor)
-    check_actor(options.actor, configured, logged)
+async def _check_filters(options: TailOptions, lines: Lines) -> None:
+    """A usage error for an actor or scenario neither configured nor in `lines`."""
+    if options.actor is not None:
+        configured = await anyio.to_thread.run_sync(configured_actors, options.workspace)
+        if options.actor not in configured:
+            logged = await _logged(lines, "actor", options.actor)
+            check_actor(options.actor, configured, logged)
+    if options.scenario is not None:
+        folders = await anyio.to_thread.run_sync(_scenario_folders, options.workspace)
+        wanted = scenario_of(options.scenario)
+        if wanted not in folders:
+            logged = await _logged(lines, "scenario", wanted)
+            check_scenario(options.scenario, folders, logged)
 
 
 async def _history(files: list[Path]) -> AsyncGenerator[str, None]:
@@ -153,11 +158,58 @@ async def _history(files: list[Path]) -> AsyncGenerator[str, None]:
             yield line
 
 
+def _redis_url(options: TailOptions) -> tuple[str, str]:
+    """`--mailbox`'s URL and the deployment's key prefix (`runtime.redis.prefix`)."""
+    assert options.mailbox is not None
+    config = load_settings(options.workspace, overrides={"runtime": {"mailbox": options.mailbox}})
+    if not is_redis_url(config.runtime.mailbox):
+        raise CommandLineError(
+            f"--mailbox {options.mailbox!r}: tail reads the token-log stream of a Redis "
+            "mailbox; give redis://HOST:PORT/DB, or leave --mailbox out to read the file"
+        )
+    return config.runtime.mailbox, config.runtime.redis.prefix
+
+
+async def _tail_stream(options: TailOptions, out: Print) -> None:
+    """`baton tail --mailbox redis://...`: every process's lines, from the shared stream."""
+    url, prefix = await anyio.to_thread.run_sync(_redis_url, options)
+    # Only with a Redis URL: `baton tail` on the file loads no redis-py.
+    from baton.server._token_source import TokenSource  # noqa: PLC0415
+
+    async with TokenSource.open(url, prefix) as source:
+
+        async def lines() -> AsyncGenerator[str, None]:
+            async for _, line in source.history():
+                yield line
+
+        await _check_filters(options, lines)
+        printer = _Printer(options, out)
+        after = "0-0"  # the entry read last: following goes on after it
+        async with aclosing(source.history()) as history:
+            async for entry_id, line in history:
+                after = entry_id
+                printer.line(line)
+        if after == "0-0" and not options.follow:
+            raise UsageError(
+                f"no token-log lines in the stream {source.key} of {source.url} yet — start "
+                "`baton run` with this --mailbox, or wait for them with `baton tail -f`"
+            )
+        printer.caught_up()
+        if options.follow:
+            async with aclosing(source.follow(after)) as entries:
+                async for _, line in entries:
+                    printer.line(line)
+
+
 async def tail(options: TailOptions, out: Print) -> None:
-    """Print the token log of `options.workspace` as asked; endless with `follow`."""
-    path = await anyio.to_thread.run_sync(checked_token_log, options.workspace)
+    """Print the token log of `options.workspace` (or with `mailbox`, of every process of
+    the deployment) as asked; endless with `follow`."""
     if options.event is not None:
         check_event(options.event)
+    if options.mailbox is not None:
+        await _tail_stream(options, out)
+        return
+    path = await anyio.to_thread.run_sync(checked_token_log, options.workspace)
     rotated = options.lines is not None or options.since is not None
     files = await anyio.to_thread.run_sync(lambda: log_files(path, rotated=rotated))
     present = [file for file in files if await anyio.Path(file).is_file()]
@@ -166,10 +218,7 @@ async def tail(options: TailOptions, out: Print) -> None:
             f"no token log at {path} yet — start `baton run` in {options.workspace}, "
             "or wait for it with `baton tail -f`"
         )
-    if options.actor is not None:
-        await _check_actor(options, path)
-    if options.scenario is not None:
-        await _check_scenario(options, path)
+    await _check_filters(options, lambda: _history(log_files(path, rotated=True)))
     printer = _Printer(options, out)
     # Closed as soon as the tail ends (Ctrl+C, a closed pipe), not when collected.
     async with aclosing(_history(files[:-1])) as history:

@@ -1,13 +1,19 @@
-"""Token-log records over HTTP as NDJSON: the file as it is, or new records as they come."""
+"""Token-log records over HTTP as NDJSON: the file as it is, or new records as they come.
+
+Following, the records are this process's, and with a Redis mailbox every other process's
+too, read from the stream they share (docs/token-log.md, "Across processes").
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -40,7 +46,7 @@ class FollowResponse(Response):
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._end_on_disconnect, receive, tg.cancel_scope)
             tg.start_soon(self._end_on_close, tg.cancel_scope)
-            async with self._token_log.follow() as records:
+            async with _follow(self._token_log) as records:
                 async for record in records:
                     if self._keep(record):
                         line = json.dumps(record, ensure_ascii=False) + "\n"
@@ -59,6 +65,17 @@ class FollowResponse(Response):
     async def _end_on_close(self, scope: anyio.CancelScope) -> None:
         await self._closing.wait()
         scope.cancel()
+
+
+def _follow(
+    token_log: TokenLog,
+) -> AbstractAsyncContextManager[MemoryObjectReceiveStream[dict[str, Any]]]:
+    if token_log.relay is None:
+        return token_log.follow()
+    # Only with a Redis mailbox: a process without one loads no redis-py.
+    from baton.server._token_source import follow_every_process  # noqa: PLC0415
+
+    return follow_every_process(token_log)
 
 
 async def file_lines(

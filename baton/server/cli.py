@@ -198,11 +198,22 @@ async def _status(args: argparse.Namespace) -> None:
 
 
 async def _show(args: argparse.Namespace) -> None:
+    import anyio  # noqa: PLC0415
+
+    from baton._write_rules import SCENARIOS_DIR  # noqa: PLC0415
+    from baton.pipeline.run_archive import earlier_runs  # noqa: PLC0415
     from baton.server._approvals import render_show  # noqa: PLC0415
 
     async with _connect(args) as client:
         state = await client.scenario(args.scenario)
-    _print(state.model_dump_json(indent=2) if args.json else render_show(state, args.workspace))
+    if args.json:
+        _print(state.model_dump_json(indent=2))
+        return
+    # Read where the command runs: the runtime shares the workspace's folder with it.
+    kept = await anyio.to_thread.run_sync(
+        earlier_runs, Path(args.workspace, SCENARIOS_DIR, state.scenario)
+    )
+    _print(render_show(state, args.workspace, [run for run in kept if run < state.run]))
 
 
 async def _dead_letters(args: argparse.Namespace) -> None:
@@ -271,6 +282,7 @@ async def _tail(args: argparse.Namespace) -> None:
         event=args.event,
         scenario=args.scenario,
         since=args.since,
+        mailbox=args.mailbox,
     )
     await tail(options, _print)
 
@@ -301,6 +313,12 @@ def _tail_arguments(tail: argparse.ArgumentParser) -> None:
         help="only this scenario's records, all its runs (NAME, NAME@2, ...); NAME@2: one run",
     )
     tail.add_argument("--json", action="store_true", help="print the JSON lines as written")
+    tail.add_argument(
+        "--mailbox",
+        metavar="redis://HOST:PORT/DB",
+        help="read every process's lines from the deployment's Redis stream, not this "
+        "host's file (see docs/token-log.md, Across processes)",
+    )
 
 
 def _log_format_argument(sub: argparse.ArgumentParser) -> None:
@@ -336,8 +354,8 @@ def _report_arguments(report: argparse.ArgumentParser) -> None:
     report.add_argument(
         "--scenario",
         metavar="S",
-        help="only this scenario, all its runs (S, S@2, ...); S@2: one run (default: the "
-        "whole log)",
+        help="only this scenario: its latest run, with a page per run beside it; S@2: its "
+        "second run (default: the whole log)",
     )
     report.add_argument(
         "--out",

@@ -1,5 +1,6 @@
-"""RedisJournalStore against a real redis-server: records shared by workers, leases that
-exclude, renew, expire and release, and appends fenced by the lease."""
+"""RedisJournalStore against a real redis-server, and against a three-primary Redis Cluster:
+records shared by workers, leases that exclude, renew, expire and release, and appends fenced
+by the lease."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 from anyio.lowlevel import checkpoint
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from structlog.testing import capture_logs
 
 from baton.agents._agent_state import ConversationBook, load_state
@@ -20,14 +21,17 @@ from baton.context.strategy import ContextBudget
 from baton.errors import UsageError
 from tests.agents.test_agent import config
 
-JOURNAL = "baton:journal:init:c1"
-LEASE = "baton:lease:init:c1"
+JOURNAL = "baton:journal:{init}:c1"
+LEASE = "baton:lease:{init}:c1"
 Stores = Callable[..., RedisJournalStore]
 
 
-@pytest.fixture
-def client(redis_client: Redis) -> Redis:
-    return redis_client
+@pytest.fixture(params=["redis", "redis-cluster"])
+def client(request: pytest.FixtureRequest) -> Redis:
+    """A client of an empty single server, then of an empty cluster (its keys share a slot)."""
+    name = "redis_cluster_client" if request.param == "redis-cluster" else "redis_client"
+    found: Redis = request.getfixturevalue(name)
+    return found
 
 
 @pytest.fixture
@@ -83,7 +87,7 @@ async def test_append_without_holding_is_refused(client: Redis, stores: Stores) 
     store = stores("a")
     with pytest.raises(LeaseLostError, match="c1"):
         await store.append("init", "c1", {"n": 1})
-    assert 0 == await client.exists(JOURNAL, "baton:journals:init")
+    assert 0 == await client.exists(JOURNAL, "baton:journals:{init}")
 
 
 async def test_a_second_worker_waits_until_the_first_releases(
@@ -94,7 +98,11 @@ async def test_a_second_worker_waits_until_the_first_releases(
     order: list[str] = []
 
     async def set_calls() -> int:
-        stats = await client.info("commandstats")
+        # On a cluster, the SETs of the lease go to the node owning its key.
+        where = {}
+        if isinstance(client, RedisCluster):
+            where = {"target_nodes": client.get_node_from_key(LEASE)}
+        stats = await client.info("commandstats", **where)
         return int(stats.get("cmdstat_set", {}).get("calls", 0))
 
     async def hold_second() -> None:
@@ -340,3 +348,29 @@ async def test_bad_settings_and_names_are_refused(stores: Stores) -> None:
     with pytest.raises(UsageError, match="invalid actor"):
         await store.read("a b", "c1")
     assert store.shared
+
+
+async def test_a_conversations_keys_share_its_actors_slot(
+    redis_cluster_client: RedisCluster,
+) -> None:
+    """On a cluster, the lease, the journal and the conversation set of an actor's
+    conversations hash to one slot, the slot of the actor's mailbox: the fenced append (one
+    script over the three keys) runs there."""
+    store = RedisJournalStore(redis_cluster_client, owner="a")
+    for conversation in ("c1", "c2", "main"):
+        async with store.hold("init", conversation):
+            await store.append("init", conversation, {"n": 1})
+            lease = store._key("lease", "init", conversation)
+            assert 1 == await redis_cluster_client.exists(lease)
+    keys = [
+        lease,
+        *(
+            raw.decode()
+            for raw in await redis_cluster_client.keys(target_nodes=RedisCluster.PRIMARIES)
+        ),
+    ]
+    assert {redis_cluster_client.keyslot("baton:mailbox:{init}")} == {
+        redis_cluster_client.keyslot(key) for key in keys
+    }
+    assert ["c1", "c2", "main"] == await store.conversations("init")
+    assert [{"n": 1}] == await store.read("init", "main")

@@ -1,12 +1,14 @@
-"""`baton report` of a real offline run, opened in headless Chromium: what a reader sees."""
+"""`baton report` of real offline runs, opened in headless Chromium: what a reader sees."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -71,23 +73,25 @@ def _chromium() -> str:
     return found
 
 
-def _offline_run(tmp_path: Path) -> Path:
-    """A workspace where leave_application ran to its end offline, with its token log."""
+def _offline_run(tmp_path: Path, runs: int = 1) -> Path:
+    """A workspace where leave_application ran to its end offline `runs` times (`NAME`,
+    `NAME@2`, ...), with its token log."""
     workspace = tmp_path / "ws"
     folder = workspace / "scenarios" / SCENARIO
     folder.mkdir(parents=True)
     for name in ("scenario.toml", "offline_script.json"):
         shutil.copy(ROOT / "scenarios" / SCENARIO / name, folder)
-    run = subprocess.run(
-        [BATON, "run", "--submit", SCENARIO, "--auto-approve", "--exit-when-idle"],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        env=_env(),
-        check=False,
-    )
-    assert 0 == run.returncode, run.stderr[-2000:]
+    for _ in range(runs):
+        run = subprocess.run(
+            [BATON, "run", "--submit", SCENARIO, "--auto-approve", "--exit-when-idle"],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+            env=_env(),
+            check=False,
+        )
+        assert 0 == run.returncode, run.stderr[-2000:]
     return workspace
 
 
@@ -103,14 +107,16 @@ def _browse(chromium: str, profile: Path, *args: str) -> subprocess.CompletedPro
 
 
 def test_the_report_of_an_offline_run_renders_in_chromium(tmp_path: Path) -> None:
-    """Chromium shows a lane per agent, a marker per compaction with its before → after, the
-    handoffs and the approval, and the cost table; its screenshot is a real picture."""
+    """Chromium shows the latest of two runs: a lane per agent, a marker per compaction with
+    its before → after, the handoffs and the approval, and the cost table, all of that run
+    only; the runs listed with their outcome; its screenshot is a real picture."""
     chromium = _chromium()
-    workspace = _offline_run(tmp_path)
-    records = [
+    workspace = _offline_run(tmp_path, runs=2)
+    logged = [
         json.loads(line)
         for line in (workspace / ".baton" / "logs" / "tokens.jsonl").read_text().splitlines()
     ]
+    records = [r for r in logged if r.get("conversation") == f"{SCENARIO}@2"]
     compactions = sorted(
         (r["tokens_before"], r["tokens_after"])
         for r in records
@@ -157,6 +163,11 @@ def test_the_report_of_an_offline_run_renders_in_chromium(tmp_path: Path) -> Non
     assert sorted(expected) == sorted(row[:3] for row in body[:-1])
     assert ["total", "", f"{sum(calls.values()):,}"] == body[-1][:3]
     assert {"$0.0000"} == {row[7] for row in body}
+    [runs] = [rows for rows in _tables(dom) if rows[0][0] == "run"]
+    assert [f"{SCENARIO}@1", f"{SCENARIO}@2"] == [row[0] for row in runs[1:]]
+    assert {"completed"} == {row[2].split(":")[0] for row in runs[1:]}
+    assert "shown here" == runs[2][4]
+    assert f"baton report --scenario {SCENARIO}@1" in runs[1][4]
 
     shot = tmp_path / "report.png"
     taken = _browse(
@@ -175,8 +186,77 @@ def _tables(dom: _Dom) -> list[list[list[str]]]:
     """The table rows grouped by table: a row of header cells starts a new table."""
     tables: list[list[list[str]]] = []
     for row in dom.rows:
-        if row and row[0] in ("agent", "time"):
+        if row and row[0] in ("agent", "time (UTC)", "run", "iteration"):
             tables.append([])
         if tables:
             tables[-1].append(row)
     return tables
+
+
+# Measures, in the page as Chromium lays it out, what a reader sees: the run list's and the
+# iterations' rows on screen, and each compaction label's box.
+_MEASURE = """<script>
+const seen = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+const rows = (id) => [...document.querySelectorAll(`#${id} tbody tr`)]
+  .filter(seen).map((tr) => [...tr.cells].map((td) => td.innerText));
+const labels = [...document.querySelectorAll("g.lane")].map((lane) =>
+  [...lane.querySelectorAll("g.compaction text")].map((t) => {
+    const b = t.getBBox(); return [b.x, b.y, b.x + b.width, b.y + b.height];
+  }));
+document.body.dataset.measured = JSON.stringify({runs: rows("runs"),
+  iterations: rows("iterations"), labels});
+</script>"""
+
+
+def test_the_run_list_and_each_iterations_outcome_are_visible_and_labels_apart(
+    tmp_path: Path,
+) -> None:
+    """In Chromium's layout the run list and the run's iterations (success rate as passed /
+    total, verdict) are on screen as the token log says, and no two compaction labels of a
+    lane overlap as drawn."""
+    chromium = _chromium()
+    workspace = _offline_run(tmp_path, runs=2)
+    logged = [
+        json.loads(line)
+        for line in (workspace / ".baton" / "logs" / "tokens.jsonl").read_text().splitlines()
+    ]
+    report = subprocess.run(
+        [BATON, "report", "--scenario", f"{SCENARIO}@1", "--workspace", str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        env=_env(),
+        check=False,
+    )
+    assert 0 == report.returncode, report.stderr
+    page = Path(report.stdout.strip())
+    measured = tmp_path / "measured.html"
+    measured.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", f"{_MEASURE}</body>"),
+        encoding="utf-8",
+    )
+    dumped = _browse(chromium, tmp_path / "profile", "--dump-dom", measured.as_uri())
+    assert 0 == dumped.returncode, dumped.stderr[-2000:]
+    found = re.search(r'data-measured="([^"]*)"', dumped.stdout)
+    assert found is not None, dumped.stdout[-2000:]
+    seen = json.loads(unescape(found.group(1)))
+    assert [f"{SCENARIO}@1", f"{SCENARIO}@2"] == [row[0] for row in seen["runs"]]
+    assert "shown here" == seen["runs"][0][4]
+    ended = [r for r in logged if r["event"] == "iteration.ended"]
+    expected = [
+        [
+            str(r["iteration"]),
+            r["handoff_type"],
+            f"{r['success_rate']:.0%} ({r['passed_samples']}/{r['total_samples']})",
+            r["verdict"],
+        ]
+        for r in ended
+        if r["conversation"] == SCENARIO
+    ]
+    assert len(expected) >= 2  # the offline run goes back to Init once, then completes
+    assert expected == [[row[0], row[2], row[3], row[4]] for row in seen["iterations"]]
+    for lane in seen["labels"]:
+        for index, (left, top, right, bottom) in enumerate(lane):
+            for other in lane[index + 1 :]:
+                apart = right <= other[0] or other[2] <= left
+                assert apart or bottom <= other[1] or other[3] <= top, (lane, index)

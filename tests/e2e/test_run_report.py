@@ -1,10 +1,12 @@
 """`baton run` writes each scenario's report as it ends (stopped at its spend cap, then
-completed once the cap is raised and it is submitted again) and says where."""
+completed once the cap is raised and it is submitted again), says where, and the report
+says how the run ended."""
 
 from __future__ import annotations
 
 import re
 import subprocess
+from html import unescape
 from pathlib import Path
 
 from baton.testing import read_token_log
@@ -44,6 +46,7 @@ def test_a_capped_run_stops_with_a_report_and_resumes_to_completion(tmp_path: Pa
     stopped_at = len([r for r in read_token_log(tmp_path) if r["event"] == "model.call"])
     assert report.is_file()
     assert 'id="costs"' in report.read_text(encoding="utf-8")
+    assert "Run 1 (the latest) of mini: stopped: budget: spent $" in shown(report)
     set_cap(tmp_path, 1000.0)
     second = run(tmp_path)
     assert f"mini: completed · report {report}" in progress(second)
@@ -51,3 +54,13 @@ def test_a_capped_run_stops_with_a_report_and_resumes_to_completion(tmp_path: Pa
     calls = [r for r in read_token_log(tmp_path) if r["event"] == "model.call"]
     assert stopped_at < len(calls)
     assert {"mini"} == {r["conversation"] for r in calls}  # one run, resumed, not a new one
+    ends = [r for r in read_token_log(tmp_path) if r["event"] == "scenario.ended"]
+    assert [("mini", "stopped"), ("mini", "completed")] == [
+        (r["conversation"], r["outcome"]) for r in ends
+    ]
+    assert "Run 1 (the latest) of mini: completed: success rate" in shown(report)
+
+
+def shown(page: Path) -> str:
+    """The page's text as read: tags dropped, entities decoded."""
+    return unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))

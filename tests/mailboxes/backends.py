@@ -1,6 +1,7 @@
-"""The backends of the mailbox contract (`test_contract.py`): memory, SQLite and a real Redis,
-each lived one "process life" at a time, with what legitimately differs between them declared
-as traits here rather than tested for in the tests."""
+"""The backends of the mailbox contract (`test_contract.py`): memory, SQLite, a real Redis and
+a real three-primary Redis Cluster, each lived one "process life" at a time, with what
+legitimately differs between them declared as traits here rather than tested for in the
+tests."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from baton.mailboxes import Envelope, Mailbox, MemoryMailbox, SqliteMailbox, SqliteStore
 from baton.mailboxes.codec import EnvelopeCodec
@@ -53,6 +54,7 @@ TRAITS = {
     "memory": Traits(durable=False, drains_backlog_on_close=True),
     "sqlite": Traits(durable=True, drains_backlog_on_close=True),
     "redis": Traits(durable=True, drains_backlog_on_close=False),
+    "redis-cluster": Traits(durable=True, drains_backlog_on_close=False),
 }
 
 
@@ -147,8 +149,9 @@ def sqlite_backend(path: Path) -> Backend:
     return Backend("sqlite", TRAITS["sqlite"], life)
 
 
-def redis_backend(client: Redis) -> Backend:
+def redis_backend(client: Redis | RedisCluster) -> Backend:
     """Every life reads as the same consumer, so a restart gets its own pending entries back.
+    On a cluster client ("redis-cluster"), the same mailboxes over three primaries.
 
     `read_batch=1`: a receive fetches only what it hands out, so a message counts as
     delivered once it is handed out, as on the other backends (fetching ahead is Redis's own
@@ -177,4 +180,5 @@ def redis_backend(client: Redis) -> Backend:
         finally:
             lived.end()
 
-    return Backend("redis", TRAITS["redis"], life)
+    kind = "redis-cluster" if isinstance(client, RedisCluster) else "redis"
+    return Backend(kind, TRAITS[kind], life)

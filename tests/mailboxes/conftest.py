@@ -25,6 +25,8 @@ def backend_of(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     if kind == "sqlite":
         return sqlite_backend(tmp_path / "mailboxes.sqlite3")
     # Asked for only here, so the memory and SQLite runs start no redis-server.
+    if kind == "redis-cluster":
+        return redis_backend(request.getfixturevalue("redis_cluster_client"))
     return redis_backend(request.getfixturevalue("redis_client"))
 
 

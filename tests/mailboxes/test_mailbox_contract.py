@@ -1,7 +1,7 @@
 """The contract every mailbox backend keeps (`baton.mailboxes.protocol.Mailbox`; docs/
 architecture.md, "mailboxes/"): one suite, run on the memory, SQLite and Redis mailboxes
-alike. Where they legitimately differ, the test is run on the backends declaring the trait
-(`tests/mailboxes/backends.py`)."""
+alike, Redis both on one server and on a three-primary cluster. Where they legitimately
+differ, the test is run on the backends declaring the trait (`tests/mailboxes/backends.py`)."""
 
 from __future__ import annotations
 

@@ -33,8 +33,8 @@ class Note(BaseModel):
 
 
 CODEC = EnvelopeCodec({"Ping": Ping, "Note": Note})
-STREAM = "baton:mailbox:box"
-DEAD = "baton:dead:box"
+STREAM = "baton:mailbox:{box}"
+DEAD = "baton:dead:{box}"
 Boxes = Callable[..., RedisMailbox]
 
 
@@ -65,9 +65,12 @@ def make_boxes(client: Redis, made: list[RedisMailbox]) -> Boxes:
     return make
 
 
-@pytest.fixture
-def client(redis_client: Redis) -> Redis:
-    return redis_client
+@pytest.fixture(params=["redis", "redis-cluster"])
+def client(request: pytest.FixtureRequest) -> Redis:
+    """A client of an empty single server, then of an empty three-primary cluster."""
+    name = "redis_cluster_client" if request.param == "redis-cluster" else "redis_client"
+    found: Redis = request.getfixturevalue(name)
+    return found
 
 
 @pytest.fixture

@@ -230,7 +230,7 @@ async def test_compactions_and_handoffs_are_events_on_the_round_span(
         if line["event"] in ("context.compacted", "handoff.sent")
     ]
     for _, fields in logged:
-        for key in ("scenario", "conversation"):
+        for key in ("scenario", "conversation", "process"):
             fields.pop(key)
     assert 2 <= len(logged)
     assert {"context.compacted", "handoff.sent"} == {name for name, _ in logged}

@@ -169,7 +169,7 @@ async def test_a_worker_picks_up_a_conversation_another_went_on_with(
             assert "three" == await a.prompt(Prompt(text="third question"))
             rounds = [
                 json.loads(raw)
-                for raw in await client.lrange("baton:journal:init:main", 0, -1)
+                for raw in await client.lrange("baton:journal:{init}:main", 0, -1)
                 if json.loads(raw)["type"] == "round"
             ]
     finally:

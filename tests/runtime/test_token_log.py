@@ -50,7 +50,7 @@ async def test_a_model_call_is_one_json_line_with_every_field(tmp_path: Path) ->
             tokens.emit("model.call", **model_call(3))
     (line,) = read_token_log(path)
     assert {
-        "ts", "event", "actor", "scenario", "conversation", "model", "input_tokens",
+        "ts", "event", "actor", "scenario", "conversation", "process", "model", "input_tokens",
         "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens",
         "context_tokens", "context_window", "compact_threshold", "fill", "latency_ms",
         "stop_reason", "tools", "turn", "purpose", "thinking", "effort", "cost_usd",

@@ -164,6 +164,28 @@ def test_the_summary_names_each_scenarios_iteration_outputs_and_last_report(
     ] == lines[1:5]
 
 
+def test_the_summary_of_a_later_run_lists_its_own_outputs_and_names_the_earlier_runs(
+    tmp_path: Path,
+) -> None:
+    """Run 3 with runs 1 and 2 kept under runs/: the scenario line names the run, the
+    outputs are the current run's alone, and one line says where the earlier runs are."""
+    folder = tmp_path / "scenarios" / SCENARIO
+    (folder / "execution_outputs" / "iteration_1").mkdir(parents=True)
+    for run in ("1", "2"):
+        (folder / "runs" / run / "execution_outputs" / "iteration_2").mkdir(parents=True)
+    report = f"scenarios/{SCENARIO}/execution_outputs/iteration_1/layer1_problems_report.json"
+    state = ScenarioState(
+        scenario=SCENARIO, phase="completed", iteration=1, run=3, last_report=report
+    )
+    lines = summary_lines(RunTally(), [state], workspace=tmp_path)
+    assert [
+        f"  {SCENARIO}: completed (run 3, iteration 1)",
+        f"    iteration outputs: {folder / 'execution_outputs' / 'iteration_1'}/",
+        f"    last iteration report: {tmp_path / report}",
+        f"    earlier runs kept in {folder / 'runs'}/1, 2",
+    ] == lines[2:6]
+
+
 def test_the_fill_figure_is_the_context_against_the_compaction_threshold() -> None:
     """412K of a 700K threshold fills 14 of 24 cells."""
     assert "[##############----------] 412K / 700K" == fill_figure(412_000, 700_000)

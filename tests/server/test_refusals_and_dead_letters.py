@@ -54,10 +54,13 @@ PACKAGE = InitToExecuteContext(
 )
 
 
-def saved_scenario(workspace: Path, name: str, phase: str, *, pending: bool = False) -> None:
+def saved_scenario(
+    workspace: Path, name: str, phase: str, *, pending: bool = False, run: int = 1
+) -> None:
     """A scenario record as the Scheduler saves it, read back when it starts."""
     record = ScenarioRecord(
         scenario=name,
+        run=run,
         requirement="Handle leave applications.",
         phase=phase,  # type: ignore[arg-type]
         iteration=1,
@@ -228,6 +231,7 @@ def test_show_and_status_name_the_pending_package_and_the_commands(
     assert (0, "") == (shown[0], shown[2])
     assert [
         "leave: awaiting_approval (iteration 1)",
+        "run: 1",
         "requirement: Handle leave applications.",
         "awaiting approval:",
         *pending,
@@ -236,6 +240,24 @@ def test_show_and_status_name_the_pending_package_and_the_commands(
     start = status_lines.index("awaiting approval: leave (iteration 1)")
     assert pending == status_lines[start + 1 : start + 1 + len(pending)]
     assert "nothing is pending: no handoff awaits approval" == nothing[1].splitlines()[-1]
+
+
+def test_show_says_which_run_it_shows_and_where_the_earlier_ones_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scenario on its third run: `baton show` says run 3 and lists runs 1 and 2 kept
+    under its `runs/` folder (a later or unnumbered folder there is no earlier run);
+    `--json` carries the run."""
+    saved_scenario(tmp_path, "done", "completed", run=3)
+    runs = tmp_path / "scenarios" / "done" / "runs"
+    for name in ("2", "1", "3", ".4.partial", "old"):
+        (runs / name).mkdir(parents=True)
+    ws = ("--workspace", str(tmp_path))
+    with running(tmp_path, "memory"):
+        shown = baton(capsys, "show", "done", *ws)
+        as_json = baton(capsys, "show", "done", "--json", *ws)
+    assert f"run: 3 (earlier runs kept in {runs}/1, 2)" == shown[1].splitlines()[1]
+    assert 3 == json.loads(as_json[1])["run"]
 
 
 def test_the_commands_name_the_workspace_only_when_one_was_given() -> None:

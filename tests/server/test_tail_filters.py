@@ -172,9 +172,10 @@ def test_unknown_event_or_actor_is_one_line_naming_the_known_ones(
     assert event[2].startswith(
         "baton tail: error: unknown event 'model.cal' — known: actor.restarted, "
         "context.compacted, context.compaction_ineffective, context.tool_result_truncated, "
-        "handoff.received, handoff.sent, memory.recalled, message.dead_lettered, model.call, "
+        "handoff.received, handoff.sent, iteration.ended, memory.recalled, "
+        "message.dead_lettered, model.call, "
     )
-    assert "or a family: actor, context, handoff, memory, message, model" in event[2]
+    assert "or a family: actor, context, handoff, iteration, memory, message, model" in event[2]
     assert (2, [], 1) == (actor[0], actor[1], len(actor[2].splitlines()))
     assert (
         "baton tail: error: unknown actor 'nobody' — known: execute, init, reviewer, scheduler "

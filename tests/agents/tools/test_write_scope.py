@@ -150,13 +150,14 @@ async def write(sandbox: Sandbox, path: str, scenario: str | None = "leave") -> 
         "scenarios/leave/.baton/x",
         "scenarios/leave/scenario.toml",
         "scenarios/leave/prompts/execute.md",
+        "scenarios/leave/runs/1/BusinessRules.md",
     ],
 )
 async def test_code_and_config_are_refused_even_inside_allowed_folders(
     workspace: Path, path: str
 ) -> None:
     """*.pth, .git/, .venv/, .baton/ and baton.toml are refused wherever they appear, and so
-    are a scenario's own inputs (scenario.toml, prompts/)."""
+    are a scenario's own inputs (scenario.toml, prompts/) and its earlier runs (runs/)."""
     error = await write(Sandbox(workspace, write_paths=("notes/",)), path)
     assert "never" in (error or "")
     assert not (workspace / path).exists()
