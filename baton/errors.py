@@ -278,6 +278,7 @@ if TYPE_CHECKING:
         RecordingNeedsKeyError,
         RunArchiveConflictError,
         ScenarioExistsError,
+        ScenarioInputsError,
         SchedulerReplyFailure,
         UnknownScenarioError,
     )
@@ -351,6 +352,7 @@ __getattr__ = lazy_exports(
         "SandboxViolationError": "baton.agents.errors",
         "ScenarioExistsError": "baton.pipeline.errors",
         "ScenarioFailure": "baton.server.errors",
+        "ScenarioInputsError": "baton.pipeline.errors",
         "SchedulerReplyFailure": "baton.pipeline.errors",
         "ScriptExhaustedError": "baton.models.errors",
         "ScriptFileError": "baton.models.errors",
@@ -417,6 +419,7 @@ __all__ = [
     "SandboxViolationError",
     "ScenarioExistsError",
     "ScenarioFailure",
+    "ScenarioInputsError",
     "SchedulerReplyFailure",
     "ScriptExhaustedError",
     "ScriptFileError",

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,11 +17,13 @@ BATON = str(Path(sys.executable).parent / "baton")
 
 
 @contextmanager
-def baton_run(workspace: Path, *extra: str, deadline: float = 60.0) -> Iterator[Path]:
+def baton_run(
+    workspace: Path, *extra: str, deadline: float = 60.0, env: Mapping[str, str] | None = None
+) -> Iterator[Path]:
     """`baton run` in `workspace` with `extra` arguments (no API key: the offline model, the
-    workspace as its working directory), until the block ends; yields its control socket
-    once `/health` answers."""
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    workspace as its working directory; `env` is set over the inherited variables, a key
+    included), until the block ends; yields its control socket once `/health` answers."""
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | dict(env or {})
     process = subprocess.Popen(  # noqa: S603 - runs this venv's own `baton`
         [BATON, "run", "--workspace", str(workspace), "--log-format", "json", *extra],
         cwd=workspace,  # where `--actor` imports its module from

@@ -27,6 +27,7 @@ from baton.context.events import ContextCompactedEvent
 from baton.context.records import Compaction
 from baton.context.steps import Step
 from baton.context.strategy import ContextBudget
+from baton.storage.protocol import Storage
 
 WEAK_IN_A_ROW = 2
 
@@ -53,9 +54,11 @@ class CompactionReports:
         workspace: Path | None,
         token_log: TokenSink,
         min_gain: float,
+        storage: Storage | None = None,
     ) -> None:
         self._actor = actor
         self._workspace = workspace
+        self._storage = storage  # a remote store takes the audits instead of the workspace
         self._token_log = token_log
         self._min_gain = min_gain
         self._guards: dict[str, _Guard] = {}
@@ -102,6 +105,7 @@ class CompactionReports:
                     before=before,
                     facts=list(conversation.ledger),
                 ),
+                self._storage,
             )
         held = self._held.get() or record.event()
         self._held.set(None)

@@ -26,7 +26,6 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
-import anyio
 import structlog
 from pydantic import BaseModel
 
@@ -39,7 +38,7 @@ from baton.agents.budget_overrides import apply_overrides
 from baton.agents.compaction import Compactor, background_tasks
 from baton.agents.errors import UndeliveredFailure
 from baton.agents.in_flight import CALLS_IN_FLIGHT
-from baton.agents.prompt_files import scenario_prompt
+from baton.agents.prompt_files import read_scenario_prompt
 from baton.agents.tools import Toolbox, scenario_scope
 from baton.agents.tools.load_budget import run_within_budget
 from baton.context.events import ContextEvent
@@ -95,7 +94,7 @@ class AgentLoop:
         )
         self._last: ConversationState | None = None
         self._toolbox = (
-            setup.tools(ToolHooks(self._deliver, self._register_paths))
+            setup.tools(ToolHooks(self._deliver, self._register_paths, setup.storage))
             if setup.tools is not None
             else Toolbox([])
         )
@@ -106,6 +105,7 @@ class AgentLoop:
             workspace=setup.workspace,
             token_log=setup.token_log,
             min_gain=setup.config.min_compaction_gain,
+            storage=setup.storage,
         )
         self.compactor = Compactor(self, self._compactions)
 
@@ -353,8 +353,8 @@ class AgentLoop:
             if workspace is not None and state.scenario is not None:
                 # A regular file inside the workspace, or a ConfigError (docs/handoffs.md,
                 # "Sandbox"); not remembered until it is read, so a refusal is not forgotten.
-                custom = await anyio.to_thread.run_sync(
-                    scenario_prompt, workspace, state.scenario, self.setup.role
+                custom = await read_scenario_prompt(
+                    workspace, self.setup.storage, state.scenario, self.setup.role
                 )
             state.system_prompt = custom if custom is not None else self.setup.system_prompt
         return state.system_prompt

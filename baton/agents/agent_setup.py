@@ -26,6 +26,7 @@ from baton.models.pricing import ModelPrice
 from baton.models.protocol import Model, Purpose
 from baton.models.retry import ModelRetry
 from baton.runtime.ref import ActorRef
+from baton.storage.protocol import Storage
 
 
 class Handoff(Protocol):
@@ -114,10 +115,12 @@ class Spending(Protocol):
 
 @dataclass(frozen=True)
 class ToolHooks:
-    """What an agent's handoff tools call: delivery and the key-fact ledger."""
+    """What an agent's handoff tools call: delivery and the key-fact ledger; and where its
+    file tools find the files (`AgentSetup.storage`)."""
 
     deliver: Deliver
     register_paths: RegisterPaths
+    storage: Storage | None = None
 
 
 @dataclass(frozen=True)
@@ -149,3 +152,7 @@ class AgentSetup:
     # Each scenario run's spend and cap, and the prices `cost_usd` is computed with; None:
     # the package's prices and no cap (README.md, "Configuration", `max_cost_usd`).
     spend: Spending | None = None
+    # Where the scenarios' files are when they are not the workspace folder: an S3-compatible
+    # bucket shared by processes on several hosts (docs/storage.md, "What is stored where");
+    # None: the workspace folder, read and written as docs/handoffs.md, "Sandbox", says.
+    storage: Storage | None = None

@@ -2,10 +2,11 @@
 step range and the tools those steps called), the summary that replaced them and the key
 facts carried (docs/context.md, "Compaction audit").
 
-Files live at `.baton/compactions/<actor>/<conversation>/<n>.json`, `n` counting the
-conversation's compactions from 1; the `context.compacted` token-log line names the file in
-its `audit` field, and `baton status` shows each agent's newest one (read by
-`last_compaction.py`, from the header this file's `CompactionAudit` extends).
+Files live at `.baton/compactions/<actor>/<conversation>/<n>.json` (objects at those keys
+with a remote store), `n` counting the conversation's compactions from 1; the
+`context.compacted` token-log line names the file in its `audit` field, and `baton status`
+shows each agent's newest one (read by `last_compaction.py`, from the header this file's
+`CompactionAudit` extends).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from baton.agents.last_compaction import AuditHeader, DroppedSteps, audit_path
 from baton.context.ledger import KeyFact
 from baton.context.records import Compaction
 from baton.context.steps import Step
+from baton.storage.local import LocalStorage
+from baton.storage.protocol import Storage
 
 
 class CompactionAudit(AuditHeader):
@@ -76,9 +79,17 @@ def build_audit(
     )
 
 
-async def write_audit(workspace: Path, audit: CompactionAudit) -> str:
-    """Write `audit` atomically, readable by its user only; its workspace-relative path."""
+async def write_audit(
+    workspace: Path, audit: CompactionAudit, storage: Storage | None = None
+) -> str:
+    """Write `audit` atomically, readable by its user only; its workspace-relative path.
+
+    With a remote store it is the object at that key instead: a worker on another host keeps
+    nothing in its own folder (docs/storage.md, "A worker's own directory")."""
     relative = audit_path(audit.actor, audit.conversation, audit.compaction)
-    data = json.dumps(audit.model_dump(mode="json"), ensure_ascii=False, indent=2)
-    await write_atomic(workspace / relative, data.encode(), private=True)
+    data = json.dumps(audit.model_dump(mode="json"), ensure_ascii=False, indent=2).encode()
+    if storage is not None and not isinstance(storage, LocalStorage):
+        await storage.write(relative.as_posix(), data)
+    else:
+        await write_atomic(workspace / relative, data, private=True)
     return relative.as_posix()

@@ -12,9 +12,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
+
 from baton._regular_files import read_regular
 from baton._write_rules import SCENARIOS_DIR
 from baton.errors import ConfigError
+from baton.storage.bounded import read_bounded
+from baton.storage.local import LocalStorage
+from baton.storage.protocol import Storage
 
 PROMPTS_DIR = "prompts"
 MAX_PROMPT_BYTES = 4 * 1024 * 1024
@@ -57,6 +62,10 @@ def read_prompt_file(workspace: Path, value: str | Path, *, key: str) -> str:
         raise _refuse(key, value, str(exc).removeprefix(f"{shown} ")) from None
     except OSError as exc:
         raise _refuse(key, value, f"cannot be read ({exc.strerror or exc})") from None
+    return _text(data, key, value)
+
+
+def _text(data: bytes, key: str, value: str | Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -69,6 +78,22 @@ def scenario_prompt(workspace: Path, scenario: str, role: str) -> str | None:
     if not os.path.lexists(workspace / relative):
         return None
     return read_prompt_file(workspace, relative, key=relative.as_posix())
+
+
+async def read_scenario_prompt(
+    workspace: Path, storage: Storage | None, scenario: str, role: str
+) -> str | None:
+    """`scenario_prompt`, from the workspace folder, or from a remote store (the object the
+    scenario's submit stored there: docs/storage.md, "Scenario inputs"), judged the same:
+    within `MAX_PROMPT_BYTES`, UTF-8, a `ConfigError` naming its key."""
+    if storage is None or isinstance(storage, LocalStorage):
+        return await anyio.to_thread.run_sync(scenario_prompt, workspace, scenario, role)
+    key = Path(SCENARIOS_DIR, scenario, PROMPTS_DIR, f"{role}.md").as_posix()
+    try:
+        data = await read_bounded(storage, key, MAX_PROMPT_BYTES)
+    except ValueError as exc:
+        raise _refuse(key, key, str(exc)) from None
+    return None if data is None else _text(data, key, key)
 
 
 def check_scenario_prompts(workspace: Path, scenario: str) -> None:

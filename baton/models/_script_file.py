@@ -1,6 +1,7 @@
-"""Reading an offline script file (docs/scenarios.md, "Offline script"): a regular file,
-opened without blocking, nested no deeper than `MAX_DEPTH`, JSON or TOML; and naming where a
-script that does not validate is wrong, by actor and turn.
+"""Reading an offline script (docs/scenarios.md, "Offline script"): a regular file, opened
+without blocking (or an object of the store, its bytes read already), nested no deeper than
+`MAX_DEPTH`, JSON or TOML; and naming where a script that does not validate is wrong, by actor
+and turn.
 
 Every refusal is a `ScriptFileError`, the caller's mistake: an agent whose model meets one
 fails its round once with that line instead of restarting and reading the file again.
@@ -43,11 +44,19 @@ def read_script_data(path: Path, shown: str) -> Any:
         raise ScriptFileError(shown, str(exc).removeprefix(f"{shown} ")) from None
     except OSError as exc:
         raise ScriptFileError(shown, f"cannot be read ({exc.strerror or exc})") from None
+    return parse_script_data(raw, shown, toml=path.suffix == ".toml")
+
+
+def parse_script_data(raw: bytes, shown: str, *, toml: bool) -> Any:
+    """The parsed contents of a script's bytes (an object of the store, or a file's), named
+    `shown` in errors: within `MAX_SCRIPT_BYTES`, UTF-8, nested no deeper than `MAX_DEPTH`."""
+    if len(raw) > MAX_SCRIPT_BYTES:
+        raise ScriptFileError(shown, f"is {len(raw)} bytes, over the {MAX_SCRIPT_BYTES} byte limit")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ScriptFileError(shown, f"is not UTF-8 text (offset {exc.start})") from None
-    return _parse_toml(text, shown) if path.suffix == ".toml" else _parse_json(raw, text, shown)
+    return _parse_toml(text, shown) if toml else _parse_json(raw, text, shown)
 
 
 def _parse_json(raw: bytes, text: str, shown: str) -> Any:

@@ -191,7 +191,21 @@ class Recording:
         for a file that is not one to read and for a damaged line that is not the last.
         Blocks: call it while setting up or from a worker thread."""
         name = shown or str(path)
-        lines = _read_recording(path, name).split(b"\n")
+        return cls._parsed(_read_recording(path, name), path, name)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, shown: str) -> Recording:
+        """A recording from its bytes, such as an object of the store, with the checks
+        `load` makes (size, every line's nesting and shape, a torn last line ignored);
+        `RecordingFileError` names it as `shown` (the object's key)."""
+        if len(data) > MAX_RECORDING_BYTES:
+            problem = f"is {len(data)} bytes, over the {MAX_RECORDING_BYTES} byte limit"
+            raise RecordingFileError(shown, None, problem)
+        return cls._parsed(data, Path(shown), shown)
+
+    @classmethod
+    def _parsed(cls, data: bytes, path: Path, name: str) -> Recording:
+        lines = data.split(b"\n")
         replies: dict[RecordingKey, RecordedReply] = {}
         torn = lines.pop()  # what follows the last newline: empty, or a torn write
         if torn.strip():

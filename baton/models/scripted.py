@@ -46,7 +46,7 @@ from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens
 from baton.context.usage import Usage
 from baton.context.validation import validate_request
 from baton.models._offline_summaries import compaction_summary, task_summary
-from baton.models._script_file import invalid_script, read_script_data
+from baton.models._script_file import invalid_script, parse_script_data, read_script_data
 from baton.models.errors import ContextOverflowError, ScriptExhaustedError, ScriptFileError
 from baton.models.protocol import CallContext, ModelLimits, ModelResponse, current_call
 
@@ -164,11 +164,23 @@ class Script(BaseModel):
         """
         file = Path(path)
         name = shown or str(file)
-        data = read_script_data(file, name)
+        return cls._validated(read_script_data(file, name), name)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, shown: str, toml: bool | None = None) -> Script:
+        """A script from its bytes, such as an object of the store, with the checks
+        `from_file` makes (size, nesting, UTF-8, every block's shape); `ScriptFileError` names
+        it as `shown` (the object's key). TOML when `toml`, by default when `shown` ends in
+        `.toml`; JSON otherwise."""
+        is_toml = shown.endswith(".toml") if toml is None else toml
+        return cls._validated(parse_script_data(data, shown, toml=is_toml), shown)
+
+    @classmethod
+    def _validated(cls, data: Any, shown: str) -> Script:
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ScriptFileError(name, invalid_script(exc)) from None
+            raise ScriptFileError(shown, invalid_script(exc)) from None
 
     def for_actor(self, actor: str) -> ActorScript | None:
         """The actor's script, else the `*` entry, else None."""

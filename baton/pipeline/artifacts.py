@@ -1,5 +1,6 @@
-"""The artifact store: an iteration's files on disk, validated on write and on read
-(docs/handoffs.md, "Artifact layout").
+"""The artifact store: an iteration's files, validated on write and on read
+(docs/handoffs.md, "Artifact layout"), in the workspace folder or, with `[storage] url` set,
+in the bucket under the same keys (docs/storage.md, "What is stored where").
 
 Layout, relative to the workspace::
 
@@ -11,9 +12,10 @@ Layout, relative to the workspace::
         failure_summary.json                       FailureSummary
         layer1_problems_report.json                Layer1ProblemsReport
 
-Every write is atomic (temp file, fsync, rename, fsync of the directory) and every read and
-write is async. A file at a known place in the layout must match that place's schema, and a
-per-sample file's `sample_id` must match its file name.
+Every write is atomic (on disk: temp file, fsync, rename, fsync of the directory; in a
+bucket: one whole PUT) and every read and write is async. A file at a known place in the
+layout must match that place's schema, and a per-sample file's `sample_id` must match its
+file name.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -50,6 +52,12 @@ from baton.pipeline._artifact_models import (
     TraceMessage,
 )
 from baton.pipeline.scenario_names import check_scenario_name
+from baton.storage.errors import ObjectNotFoundError, StoragePathError
+from baton.storage.keys import check_key
+from baton.storage.local import LocalStorage
+
+if TYPE_CHECKING:
+    from baton.storage.protocol import Storage
 
 __all__ = [
     "ITERATION_SUBDIRS",
@@ -198,11 +206,20 @@ class IterationLayout:
         return path.relative_to(self.directory).as_posix()
 
 
-class ArtifactStore:
-    """Reads and writes a workspace's artifacts; paths are relative to the workspace root."""
+def remote_store(storage: Storage | None) -> Storage | None:
+    """`storage` when it is not the workspace folder (a bucket), else None: the workspace's
+    files are then read and written as they always were (docs/storage.md, "What is stored
+    where")."""
+    return None if storage is None or isinstance(storage, LocalStorage) else storage
 
-    def __init__(self, workspace: Path) -> None:
+
+class ArtifactStore:
+    """Reads and writes a workspace's artifacts; paths are relative to the workspace root,
+    and, with a remote `storage`, are the keys of the objects in it."""
+
+    def __init__(self, workspace: Path, storage: Storage | None = None) -> None:
         self.workspace = workspace
+        self.storage = remote_store(storage)
 
     def iteration(self, scenario: str, iteration: int) -> IterationLayout:
         """The layout of one iteration (nothing is created)."""
@@ -212,18 +229,26 @@ class ArtifactStore:
         return IterationLayout(scenario, iteration)
 
     async def create_iteration(self, scenario: str, iteration: int) -> IterationLayout:
-        """Create the iteration directory and its four subdirectories; return its layout."""
+        """Create the iteration directory and its four subdirectories; return its layout (a
+        bucket has no empty folders: there, an iteration exists once a file is in it)."""
         layout = self.iteration(scenario, iteration)
+        if self.storage is not None:
+            return layout
         for directory in layout.subdirectories:
             await anyio.Path(self.workspace / directory).mkdir(parents=True, exist_ok=True)
         return layout
 
     async def iterations(self, scenario: str) -> list[int]:
-        """The iteration numbers that exist on disk for the scenario, ascending."""
-        outputs = anyio.Path(self.workspace / self.iteration(scenario, 1).directory.parent)
-        if not await outputs.is_dir():
+        """The iteration numbers that exist for the scenario, ascending."""
+        outputs = self.iteration(scenario, 1).directory.parent
+        if self.storage is not None:
+            listing = await self.storage.list(outputs.as_posix(), recursive=False)
+            found = [_ITERATION_DIR.match(name) for name in listing.folders]
+            return sorted(int(m.group(1)) for m in found if m)
+        folder = anyio.Path(self.workspace / outputs)
+        if not await folder.is_dir():
             return []
-        found = [_ITERATION_DIR.match(entry.name) async for entry in outputs.iterdir()]
+        found = [_ITERATION_DIR.match(entry.name) async for entry in folder.iterdir()]
         return sorted(int(m.group(1)) for m in found if m)
 
     async def next_iteration(self, scenario: str) -> int:
@@ -243,6 +268,32 @@ class ArtifactStore:
             raise SandboxViolationError(str(path), "artifacts live inside the workspace")
         return walk(root, parts, str(path), aliases=(given,))
 
+    def _key(self, path: str | PurePath) -> str:
+        """The object key of workspace path `path`: the sandbox's logical rules, with no
+        folder to walk (docs/handoffs.md, "Sandbox")."""
+        spelled = PurePosixPath(PurePath(path).as_posix())
+        given = PurePosixPath(self.workspace.absolute())
+        parts = inside(spelled, (given,)) if spelled.root else spelled.parts
+        if parts is None or not parts or os.path.normpath(PurePosixPath(*parts)).startswith(".."):
+            raise SandboxViolationError(str(path), "artifacts live inside the workspace")
+        try:
+            return check_key("/".join(parts))
+        except StoragePathError as refused:
+            raise SandboxViolationError(str(path), refused.problem) from None
+
+    async def _read_object(self, path: str | PurePath) -> bytes:
+        assert self.storage is not None
+        key = self._key(path)
+        found = await self.storage.stat(key)
+        if found is None:
+            raise FileNotFoundError(path)
+        if found.size > MAX_ARTIFACT_BYTES:
+            raise ValueError(f"{path} is over {MAX_ARTIFACT_BYTES:,} bytes")
+        try:
+            return await self.storage.read(key)
+        except ObjectNotFoundError:
+            raise FileNotFoundError(path) from None
+
     def _write_file(self, path: str | PurePath, data: bytes) -> Path:
         with self._walk(path) as here:
             write_at(*here.enter_missing(), data)
@@ -256,8 +307,9 @@ class ArtifactStore:
                 raise FileNotFoundError(path)
             return read_at(here.fd, here.rest[0], str(path), MAX_ARTIFACT_BYTES)
 
-    async def write(self, path: str | PurePath, artifact: BaseModel) -> Path:
-        """Validate `artifact` for `path` and write it atomically as JSON; return the file."""
+    async def write(self, path: str | PurePath, artifact: BaseModel) -> PurePath:
+        """Validate `artifact` for `path` and write it atomically as JSON; return the file
+        (its key, in a remote store)."""
         expected = artifact_model(path)
         if expected is not None and not isinstance(artifact, expected):
             raise InvalidArtifactError(
@@ -268,6 +320,10 @@ class ArtifactStore:
         # Re-validated from its JSON, so a model mutated after construction cannot put a file
         # on disk that would fail to read back.
         validate_artifact(path, data, type(artifact))
+        if self.storage is not None:
+            key = self._key(path)
+            await self.storage.write(key, data.encode())
+            return PurePosixPath(key)
         return await anyio.to_thread.run_sync(self._write_file, path, data.encode())
 
     async def read(self, path: str | PurePath, model: type[M]) -> M:
@@ -275,7 +331,10 @@ class ArtifactStore:
         try:
             # A package names the path: it may be a FIFO or a link planted to block or to
             # read from outside (docs/handoffs.md, "Sandbox").
-            data = await anyio.to_thread.run_sync(self._read_file, path)
+            if self.storage is not None:
+                data = await self._read_object(path)
+            else:
+                data = await anyio.to_thread.run_sync(self._read_file, path)
         except (FileNotFoundError, NotADirectoryError):
             raise InvalidArtifactError(path, ["the file does not exist"]) from None
         except IsADirectoryError:

@@ -136,13 +136,31 @@ class RunArchiveConflictError(UsageError):
     folder under `runs/` is already there while run outputs are still beside it (docs/handoffs.md,
     "Earlier runs"); nothing is moved and nothing starts."""
 
-    def __init__(self, path: object, run: int, names: Iterable[str]) -> None:
+    def __init__(
+        self, path: object, run: int, names: Iterable[str], *, aside: str | None = None
+    ) -> None:
         self.path = str(path)
         self.run = run
+        aside = aside or f"mv {path} {path}.old"  # a bucket's: its own command
         super().__init__(
             f"{path} already exists, so run {run}'s {', '.join(names)} cannot be kept there "
-            "without writing over it — move one of them aside (e.g. "
-            f"`mv {path} {path}.old`) and submit again"
+            f"without writing over it — move one of them aside (e.g. `{aside}`) and submit "
+            "again"
+        )
+
+
+class ScenarioInputsError(UsageError):
+    """Raised when a scenario is submitted with a remote store and its inputs cannot be read
+    from its folder or copied into the store (docs/storage.md, "Scenario inputs"): the run
+    does not start, and the submit says what to fix."""
+
+    def __init__(self, scenario: str, store: str, problem: str) -> None:
+        self.scenario = scenario
+        self.store = store
+        self.problem = problem
+        super().__init__(
+            f"scenario {scenario!r} was not started: its inputs could not be copied to "
+            f"{store}: {problem} — fix that and submit it again"
         )
 
 

@@ -3,7 +3,8 @@
 `handoff_to_execute` (Init), `return_to_init` and `complete_scenario` (Execute). A call is
 validated against the package (a bad field comes back as an `is_error` result naming it, so
 the model corrects the call on its next step), every path the package references must exist
-in the workspace, and only then are the paths registered (`register_paths`, the key-fact
+in the workspace (or, given a remote store, in it: an object or a folder of objects), and
+only then are the paths registered (`register_paths`, the key-fact
 ledger) and the package delivered (`deliver`, wired by the runtime to the Scheduler).
 Registering comes first so a failed delivery never leaves a package sent but unrecorded.
 
@@ -25,6 +26,7 @@ from pydantic import Field, create_model
 from baton._log import get_logger
 from baton.agents.agent_setup import Deliver, RegisterPaths
 from baton.agents.errors import SandboxViolationError
+from baton.agents.tools._object_files import stored_files
 from baton.agents.tools._sandbox import Sandbox
 from baton.agents.tools.protocol import ToolOutcome
 from baton.pipeline.packages import (
@@ -33,6 +35,7 @@ from baton.pipeline.packages import (
     InitToExecuteContext,
     ScenarioCompletion,
 )
+from baton.storage.protocol import Storage
 
 log = get_logger(__name__)
 
@@ -81,12 +84,14 @@ class HandoffTool(Generic[P]):
         deliver: Deliver,
         register_paths: RegisterPaths,
         clock: Clock = utc_now,
+        storage: Storage | None = None,
     ) -> None:
         self.name = name
         self.description = description
         self.package = package
         self.input_model = _input_model(package, clock)
         self._sandbox = sandbox
+        self._stored = stored_files(sandbox, storage)
         self._deliver = deliver
         self._register_paths = register_paths
 
@@ -98,9 +103,12 @@ class HandoffTool(Generic[P]):
 
     async def run(self, args: P) -> ToolOutcome:
         package = self.package.model_validate(args.model_dump())
-        problems, found = await anyio.to_thread.run_sync(
-            self._check_paths, package.referenced_paths()
-        )
+        if self._stored is None:
+            problems, found = await anyio.to_thread.run_sync(
+                self._check_paths, package.referenced_paths()
+            )
+        else:
+            problems, found = await self._check_stored(package.referenced_paths())
         if problems:
             hint = (
                 f"\n{_RELATIVE}"
@@ -144,9 +152,31 @@ class HandoffTool(Generic[P]):
             found.append(path)
         return problems, found
 
+    async def _check_stored(self, paths: Iterable[str]) -> tuple[list[str], list[str]]:
+        """`_check_paths` in the remote store: each path an object or a folder of objects."""
+        assert self._stored is not None
+        problems: list[str] = []
+        found: list[str] = []
+        for path in paths:
+            try:
+                _, key = self._stored.key(path)
+            except SandboxViolationError as error:
+                problems.append(f"- {path}: {error.reason}")
+                continue
+            if not await self._stored.exists(key):
+                problems.append(f"- {path}: does not exist")
+                continue
+            found.append(path)
+        return problems, found
+
 
 def handoff_to_execute(
-    sandbox: Sandbox, *, deliver: Deliver, register_paths: RegisterPaths, clock: Clock = utc_now
+    sandbox: Sandbox,
+    *,
+    deliver: Deliver,
+    register_paths: RegisterPaths,
+    clock: Clock = utc_now,
+    storage: Storage | None = None,
 ) -> HandoffTool[InitToExecuteContext]:
     """Init's tool: hand the design (an `InitToExecuteContext`) to the Execute Agent."""
     return HandoffTool(
@@ -160,11 +190,17 @@ def handoff_to_execute(
         deliver=deliver,
         register_paths=register_paths,
         clock=clock,
+        storage=storage,
     )
 
 
 def return_to_init(
-    sandbox: Sandbox, *, deliver: Deliver, register_paths: RegisterPaths, clock: Clock = utc_now
+    sandbox: Sandbox,
+    *,
+    deliver: Deliver,
+    register_paths: RegisterPaths,
+    clock: Clock = utc_now,
+    storage: Storage | None = None,
 ) -> HandoffTool[ExecuteToInitContext]:
     """Execute's tool: return to Init with an `ExecuteToInitContext` when the design must change."""
     return HandoffTool(
@@ -178,11 +214,17 @@ def return_to_init(
         deliver=deliver,
         register_paths=register_paths,
         clock=clock,
+        storage=storage,
     )
 
 
 def complete_scenario(
-    sandbox: Sandbox, *, deliver: Deliver, register_paths: RegisterPaths, clock: Clock = utc_now
+    sandbox: Sandbox,
+    *,
+    deliver: Deliver,
+    register_paths: RegisterPaths,
+    clock: Clock = utc_now,
+    storage: Storage | None = None,
 ) -> HandoffTool[ScenarioCompletion]:
     """Execute's tool: report with a `ScenarioCompletion` that an iteration met the criteria."""
     return HandoffTool(
@@ -196,4 +238,5 @@ def complete_scenario(
         deliver=deliver,
         register_paths=register_paths,
         clock=clock,
+        storage=storage,
     )

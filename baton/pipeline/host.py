@@ -33,6 +33,7 @@ from baton.models.check import AgentModel, check_agent_models
 from baton.models.protocol import Model
 from baton.models.recording import RecordingModel
 from baton.models.retry import ModelRetry
+from baton.pipeline.artifacts import remote_store
 from baton.pipeline.config import BatonConfig
 from baton.pipeline.errors import NoScenarioModelError, RecordingNeedsKeyError
 from baton.pipeline.memory_config import pipeline_memory
@@ -46,9 +47,11 @@ from baton.pipeline.scheduler_memory import SchedulerMemory
 from baton.pipeline.spend import SpendLedger, load_spend
 from baton.runtime.runtime import Runtime
 from baton.runtime.settings import redact_url
+from baton.storage.url import open_storage
 
 if TYPE_CHECKING:
     from baton.pipeline.redis_spend import SharedSpend
+    from baton.storage.protocol import Storage
 
 log = get_logger(__name__)
 
@@ -80,6 +83,9 @@ class Pipeline:
     offline: OfflineModel | None = None
     warnings: list[str] = field(default_factory=list)
     spend: SpendLedger | None = None  # each scenario run's spend and cap; prices
+    # The scenarios' files when they are in a bucket (`[storage] url`); None: the workspace
+    # folder (docs/storage.md, "What is stored where").
+    storage: Storage | None = None
     _next_end: anyio.Event = field(default_factory=anyio.Event)
     _next_change: anyio.Event = field(default_factory=anyio.Event)
     _ended: list[ScenarioState] = field(default_factory=list)
@@ -178,6 +184,13 @@ def shared_spend_for(runtime: Runtime) -> SharedSpend | None:
     return SharedSpend(distributed.client, prefix=distributed.settings.prefix)
 
 
+def scenario_storage(deployment: BatonConfig, workspace: Path) -> Storage | None:
+    """The process's one store of the scenarios' files, handed to every agent, the Scheduler
+    and its artifact store: a bucket (`[storage] url`), or None for the workspace folder, whose
+    files keep today's code paths (docs/storage.md, "What is stored where")."""
+    return remote_store(open_storage(deployment.storage.url, workspace))
+
+
 def check_roles(roles: Sequence[str]) -> tuple[str, ...]:
     """The pipeline agents named, in pipeline order; `UsageError` for any other name."""
     unknown = [role for role in roles if role not in AGENTS]
@@ -247,11 +260,12 @@ async def open_pipeline(
         )
     if record and not online(environ):
         raise RecordingNeedsKeyError
-    pipeline = Pipeline(mode=model_mode(environ))
+    deployment = BatonConfig.of(runtime.config)
+    pipeline = Pipeline(mode=model_mode(environ), storage=scenario_storage(deployment, workspace))
     journal = journal_for(runtime)
     store = records_for(runtime, pipeline.spend_shared)
     async with AsyncExitStack() as clients:
-        offline = None if online(environ) else OfflineModel(workspace)
+        offline = None if online(environ) else OfflineModel(workspace, storage=pipeline.storage)
         pipeline.offline = offline
         check_model = (
             functools.partial(require_offline_source, offline)
@@ -281,7 +295,6 @@ async def open_pipeline(
             pipeline.models[config.model] = created
             return created
 
-        deployment = BatonConfig.of(runtime.config)
         concurrency = model_concurrency(deployment, roles)
         agents = [
             AgentModel(role, config, await model_for(config))
@@ -316,7 +329,7 @@ async def open_pipeline(
                         memory=memory,
                         recall_limit=deployment.memory.recall_limit,
                     )
-                    setup = dataclasses.replace(setup, spend=spend)
+                    setup = dataclasses.replace(setup, spend=spend, storage=pipeline.storage)
                     if model_retry is not None:
                         setup = dataclasses.replace(setup, model_retry=model_retry)
                     if role == SCHEDULER:

@@ -11,18 +11,28 @@ name the model `offline-scripted`, replayed ones `offline-replay`.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import anyio
 
 from baton._log import get_logger
 from baton.context.payload import Payload
-from baton.errors import UsageError
-from baton.models.errors import ScriptExhaustedError
+from baton.errors import ConfigError, UsageError
+from baton.models._script_file import MAX_SCRIPT_BYTES
+from baton.models.errors import RecordingFileError, ScriptExhaustedError, ScriptFileError
 from baton.models.protocol import CallContext, Model, ModelLimits, ModelResponse, current_call
-from baton.models.recording import Recording, ReplayedCall, ReplayModel, recording_path
+from baton.models.recording import (
+    MAX_RECORDING_BYTES,
+    RECORDING_FILE,
+    Recording,
+    ReplayedCall,
+    ReplayModel,
+    recording_path,
+)
 from baton.models.scripted import (
     OFFLINE_MODEL_NAME,
     Policy,
@@ -31,11 +41,33 @@ from baton.models.scripted import (
     ScriptedModel,
     default_policy,
 )
-from baton.pipeline.scenario import load_scenario, scenario_dir
+from baton.pipeline.scenario import (
+    SCENARIO_FILE,
+    load_scenario,
+    scenario_dir,
+    scenario_from_bytes,
+)
+from baton.pipeline.scenario_inputs import is_remote, scenario_key
+from baton.pipeline.scenario_names import check_scenario_name
+from baton.runtime.settings import MAX_CONFIG_BYTES
+from baton.storage.bounded import read_bounded
+from baton.storage.protocol import Storage
 
 log = get_logger(__name__)
 
 KEEP_CALLS = 10_000
+
+T = TypeVar("T")
+
+
+async def _off_loop(parse: Callable[[bytes, str], T], data: bytes, shown: str) -> T:
+    """`parse(data, shown)` on a worker thread: a long script or recording parses for a
+    while, and the loop serves every other actor meanwhile."""
+    return await anyio.to_thread.run_sync(parse, data, shown)
+
+
+def _script_of(data: bytes, shown: str) -> Script:
+    return Script.from_bytes(data, shown=shown)
 
 
 def shown_path(path: Path, workspace: Path) -> str:
@@ -68,8 +100,13 @@ class OfflineModel:
     # compact at the same steps every time (docs/context.md, "Background compaction").
     answers_at_once = True
 
-    def __init__(self, workspace: Path, *, context_window: int = 1_000_000) -> None:
+    def __init__(
+        self, workspace: Path, *, context_window: int = 1_000_000, storage: Storage | None = None
+    ) -> None:
         self._workspace = workspace
+        # A remote store: the scenario's recording, scenario.toml and script are read from it,
+        # as its submit stored them (docs/storage.md, "Scenario inputs"), not from this disk.
+        self._storage = storage if is_remote(storage) else None
         self._context_window = context_window
         self._default = self._scripted(None)
         self._by_scenario: dict[str, ScriptedModel | ReplayModel] = {}
@@ -79,13 +116,20 @@ class OfflineModel:
         return OFFLINE_MODEL_NAME
 
     def _scripted(self, script: Path | None) -> ScriptedModel:
-        window, keep = self._context_window, KEEP_CALLS
         if script is None:
+            window, keep = self._context_window, KEEP_CALLS
             return ScriptedModel(policy=default_policy, context_window=window, keep_calls=keep)
         shown = shown_path(script, self._workspace)
-        loaded = Script.from_file(script, shown=shown)
-        policy = ran_out(shown, loaded)
-        return ScriptedModel(loaded, policy=policy, context_window=window, keep_calls=keep)
+        return self._playing(Script.from_file(script, shown=shown), shown)
+
+    def _playing(self, script: Script, shown: str) -> ScriptedModel:
+        window, keep = self._context_window, KEEP_CALLS
+        policy = ran_out(shown, script)
+        return ScriptedModel(script, policy=policy, context_window=window, keep_calls=keep)
+
+    def _replaying(self, recording: Recording, shown: str) -> ReplayModel:
+        window = self._context_window
+        return ReplayModel(recording, context_window=window, keep_calls=KEEP_CALLS, shown_as=shown)
 
     def source_for(self, scenario: str) -> Path | None:
         """What answers `scenario` offline: its recording if it has one, else its offline
@@ -110,20 +154,59 @@ class OfflineModel:
         if source is None:
             return self._default
         if source == recording_path(self._workspace, scenario):
-            return ReplayModel(
-                Recording.load(source, shown_path(source, self._workspace)),
-                context_window=self._context_window,
-                keep_calls=KEEP_CALLS,
-                shown_as=shown_path(source, self._workspace),
-            )
+            shown = shown_path(source, self._workspace)
+            return self._replaying(Recording.load(source, shown), shown)
         return self._scripted(source)
+
+    async def _load_stored(self, storage: Storage, scenario: str) -> ScriptedModel | ReplayModel:
+        """As `_load`, from the objects the scenario's submit stored, each named by its key
+        in errors as a file is named by its path."""
+        key = scenario_key(check_scenario_name(scenario), RECORDING_FILE)
+        try:
+            data = await read_bounded(storage, key, MAX_RECORDING_BYTES)
+        except ValueError as exc:
+            raise RecordingFileError(key, None, str(exc)) from None
+        if data is not None:
+            log.info("model.offline_source", scenario=scenario, source=key)
+            return self._replaying(await _off_loop(Recording.from_bytes, data, key), key)
+        script = await self._stored_script(storage, scenario)
+        log.info("model.offline_source", scenario=scenario, source=script)
+        if script is None:
+            return self._default
+        try:
+            data = await read_bounded(storage, script, MAX_SCRIPT_BYTES)
+        except ValueError as exc:
+            raise ScriptFileError(script, str(exc)) from None
+        if data is None:
+            raise ScriptFileError(script, "there is no such object in the store")
+        return self._playing(await _off_loop(_script_of, data, script), script)
+
+    async def _stored_script(self, storage: Storage, scenario: str) -> str | None:
+        """The key of the script the stored `scenario.toml` names, or None (no such file,
+        or no `offline_script` in it)."""
+        key = scenario_key(scenario, SCENARIO_FILE)
+        try:
+            data = await read_bounded(storage, key, MAX_CONFIG_BYTES)
+        except ValueError as exc:
+            raise ConfigError(f"{key} {exc}") from None
+        if data is None:
+            return None
+        config = scenario_from_bytes(data, scenario, key)
+        if config.offline_script is None:
+            return None
+        # Relative to the scenario's folder, as on disk; a key that leaves the store's root
+        # is refused by the store, naming it.
+        return posixpath.normpath(scenario_key(scenario, config.offline_script))
 
     async def _model_for(self, scenario: str | None) -> Model:
         if scenario is None:
             return self._default
         model = self._by_scenario.get(scenario)
         if model is None:
-            model = await anyio.to_thread.run_sync(self._load, scenario)
+            if self._storage is not None:
+                model = await self._load_stored(self._storage, scenario)
+            else:
+                model = await anyio.to_thread.run_sync(self._load, scenario)
             self._by_scenario[scenario] = model
         return model
 

@@ -81,10 +81,17 @@ def role_toolbox(
         tools: list[Tool[Any]] = (
             []
             if role == SCHEDULER
-            else file_tools(sandbox, check=check_artifact, check_note=ARTIFACT_PLACES)
+            else file_tools(
+                sandbox, storage=hooks.storage, check=check_artifact, check_note=ARTIFACT_PLACES
+            )
         )
         tools += [
-            make(sandbox, deliver=hooks.deliver, register_paths=hooks.register_paths)
+            make(
+                sandbox,
+                deliver=hooks.deliver,
+                register_paths=hooks.register_paths,
+                storage=hooks.storage,
+            )
             for make in handoffs
         ]
         if memory is not None and role != SCHEDULER:

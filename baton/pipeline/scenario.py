@@ -7,6 +7,7 @@ scenario stood; a handoff already applied is recognised by its id and not applie
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from baton.pipeline.messages import Dispatch
 from baton.pipeline.packages import HandoffPackage
 from baton.pipeline.scenario_names import ScenarioName, check_scenario_name
 from baton.pipeline.scenario_state import ACTIVE_PHASES, ScenarioPhase, ScenarioState
-from baton.runtime.settings import describe_errors, read_toml
+from baton.runtime.settings import MAX_CONFIG_BYTES, describe_errors, read_toml
 
 SCENARIOS_DIR = "scenarios"
 SCENARIO_FILE = "scenario.toml"
@@ -81,11 +82,36 @@ def load_scenario(
     budget keys, and a budget that validates once merged.
     """
     path = scenario_dir(workspace, check_scenario_name(name)) / SCENARIO_FILE
-    data = _read_scenario_file(path)
+    config = _validated(_read_scenario_file(path), name, str(path), budgets)
+    check_scenario_prompts(workspace, name)  # inside the workspace (docs/handoffs.md, "Sandbox")
+    return config
+
+
+def scenario_from_bytes(data: bytes, name: str, shown: str) -> ScenarioConfig:
+    """A scenario's config from the bytes of its `scenario.toml` (the object the submit
+    copied into the store: docs/storage.md, "A worker's own directory"), as strict as
+    `load_scenario`; a `ConfigError` names it as `shown` (its key)."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{shown} is over {MAX_CONFIG_BYTES} bytes, too large for a TOML file")
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        problem = f"is not UTF-8 text (offset {exc.start})"
+        raise ConfigError(f"{shown} {problem} — fix the file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{shown} is not valid TOML: {exc} — fix the file") from None
+    except RecursionError:
+        raise ConfigError(f"{shown} nests arrays or tables too deep — flatten them") from None
+    return _validated(parsed, check_scenario_name(name), shown, None)
+
+
+def _validated(
+    data: dict[str, Any], name: str, shown: str, budgets: Mapping[str, ContextBudget] | None
+) -> ScenarioConfig:
     try:
         config = ScenarioConfig.model_validate({"name": name, **data})
     except ValidationError as exc:
-        raise ConfigError(describe_errors(exc, str(path))) from None
+        raise ConfigError(describe_errors(exc, shown)) from None
     if budgets is not None:
         problems = [
             problem
@@ -97,8 +123,7 @@ def load_scenario(
             )
         ]
         if problems:
-            raise ConfigError(f"invalid configuration in {path}: " + "; ".join(problems))
-    check_scenario_prompts(workspace, name)  # inside the workspace (docs/handoffs.md, "Sandbox")
+            raise ConfigError(f"invalid configuration in {shown}: " + "; ".join(problems))
     return config
 
 

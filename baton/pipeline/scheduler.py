@@ -51,9 +51,10 @@ from baton.pipeline.packages import (
     ScenarioCompletion,
 )
 from baton.pipeline.roles import EXECUTE, INIT
-from baton.pipeline.run_archive import archive_run
+from baton.pipeline.run_archive import archive_run, archive_stored_run
 from baton.pipeline.scenario import (
     SCENARIO_FILE,
+    SCENARIOS_DIR,
     PendingHandoff,
     ScenarioConfig,
     ScenarioRecord,
@@ -61,6 +62,7 @@ from baton.pipeline.scenario import (
     scenario_dir,
 )
 from baton.pipeline.scenario_damage import DamagedQuery, DamagedScenario
+from baton.pipeline.scenario_inputs import is_remote, upload_inputs
 from baton.pipeline.scenario_state import ScenarioRefused, ScenarioState
 from baton.pipeline.scenario_store import FileScenarioStore, ScenarioStore
 from baton.pipeline.scheduler_memory import SchedulerMemory, iteration_finding
@@ -130,7 +132,7 @@ class SchedulerActor(Actor):
         self.on_warning = on_warning
         # Its records: the workspace's files unless the host shares them (Redis).
         self.store = store if store is not None else FileScenarioStore(workspace)
-        self.artifacts = ArtifactStore(workspace)
+        self.artifacts = ArtifactStore(workspace, setup.storage)
         self.work = WorkOrders(
             self,
             self.summaries,
@@ -192,14 +194,20 @@ class SchedulerActor(Actor):
             self.spend.check_scenario_counted(config, message.scenario)
         if self.check_model is not None:
             await anyio.to_thread.run_sync(self.check_model, message.scenario)
+        storage = self.setup.storage
+        if is_remote(storage):
+            # The run's inputs, as they are now, for the processes that read them from the
+            # store; refused here, the submit starts nothing (docs/storage.md, "Scenario
+            # inputs").
+            assert storage is not None
+            await upload_inputs(storage, self.workspace, message.scenario)
         if message.auto_approve is not None:
             config = config.model_copy(update={"auto_approve": message.auto_approve})
         if existing is not None:
             # The previous run's files move to runs/<run>/ before this run's record is saved:
             # killed in between, the next submit finishes the move (docs/handoffs.md,
             # "Earlier runs").
-            folder = scenario_dir(self.workspace, existing.scenario)
-            kept = await anyio.to_thread.run_sync(archive_run, folder, existing.run)
+            kept = await self._archive(existing)
             if kept is not None:
                 log.info("scheduler.run_archived", scenario=existing.scenario, folder=str(kept))
         record = ScenarioRecord(
@@ -217,6 +225,16 @@ class SchedulerActor(Actor):
         # no record behind.
         self.records[record.scenario] = record
         return self._state(record, started=True)
+
+    async def _archive(self, record: ScenarioRecord) -> Path | str | None:
+        """Move the previous run's outputs aside, in the workspace or in the bucket
+        (docs/handoffs.md, "Earlier runs"): where they went, or None."""
+        storage = self.artifacts.storage
+        if storage is not None:
+            folder_key = f"{SCENARIOS_DIR}/{record.scenario}"
+            return await archive_stored_run(storage, folder_key, record.run)
+        folder = scenario_dir(self.workspace, record.scenario)
+        return await anyio.to_thread.run_sync(archive_run, folder, record.run)
 
     @handler
     async def approve(self, message: Approve) -> ScenarioState | ScenarioRefused:

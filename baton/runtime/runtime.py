@@ -180,6 +180,7 @@ class Runtime:
         mailbox_factory: MailboxFactory | None = None,
         mailbox_capacity: int | None = None,
         shutdown_timeout: float | None = None,
+        token_log_file: bool = True,
     ) -> AsyncIterator[Runtime]:
         """Run actors for the duration of the block; on exit drain them, then stop them.
 
@@ -187,14 +188,16 @@ class Runtime:
         log is written to `<workspace>/.baton/logs/tokens.jsonl` and mailboxes follow
         `runtime.mailbox` (sqlite by default, in `<workspace>/.baton/mailboxes.sqlite3`).
         Without one, mailboxes live in memory. Explicit keyword arguments win over the
-        configuration.
+        configuration. `token_log_file=False` keeps no token-log file: with a Redis mailbox
+        the lines go to its stream alone (a worker that writes nothing in its folder:
+        docs/storage.md, "A worker's own directory").
         """
         root = Path(await anyio.Path(workspace).resolve()) if workspace is not None else None
         if config is None:
             config = await anyio.to_thread.run_sync(load_settings, root)
         settings = config.runtime
         supervision = settings.supervision
-        token_path = root / TOKEN_LOG if root is not None else None
+        token_path = root / TOKEN_LOG if root is not None and token_log_file else None
         attempts = policy.max_attempts if policy is not None else supervision.max_attempts
         async with AsyncExitStack() as backends:
             distributed: Distributed | None = None

@@ -225,6 +225,7 @@ class RunView:
         self._changed = anyio.Event()
         self._moved: set[str] = set()  # scenarios whose phase changed while this process ran
         self.reports: dict[str, Path] = {}  # the report written as each scenario ended
+        self.outputs: dict[str, list[str]] = {}  # outputs listed from a bucket, by scenario
         self.ended: set[str] = set()  # scenarios whose `ended` line was printed
         self.submitting: tuple[str, ...] = ()  # what `--submit` names, until it is seen
 
@@ -273,6 +274,7 @@ class RunView:
                     self.scenarios().values(),
                     workspace=self.workspace,
                     reports=self.reports,
+                    outputs=self.outputs,
                 ):
                     print(line, file=self._target, flush=True)
 
@@ -347,7 +349,9 @@ class RunView:
             # Taken is taken: a stop arriving meanwhile (idleness, a signal) must not lose
             # the report, nor leave it to the final call, which no longer sees this end.
             with anyio.CancelScope(shield=True):
-                path = await write_end_report(runtime.token_log, workspace, state.scenario, prices)
+                path = await write_end_report(
+                    runtime.token_log, workspace, state.scenario, prices, storage=pipeline.storage
+                )
             if path is None:
                 continue
             self.reports[state.scenario] = path

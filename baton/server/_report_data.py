@@ -153,17 +153,22 @@ def read_records(path: Path) -> LogRead:
                     record = json.loads(raw)
                 except ValueError:
                     record = None
-                if not isinstance(record, dict):
-                    # A process killed mid-write leaves a torn line.
-                    read.skipped_lines += 1
-                elif record.get("event") in SHOWN:
-                    read.records.append(record)
-                elif record.get("event") in RUN_EVENTS:
-                    read.records.append(record)
-                    read.other_records += 1
-                else:
-                    read.other_records += 1
+                take(read, record)
     return read
+
+
+def take(read: LogRead, record: object) -> None:
+    """Count `record` (a parsed line; anything but a JSON object is a torn line) into `read`."""
+    if not isinstance(record, dict):
+        # A process killed mid-write leaves a torn line.
+        read.skipped_lines += 1
+    elif record.get("event") in SHOWN:
+        read.records.append(record)
+    elif record.get("event") in RUN_EVENTS:
+        read.records.append(record)
+        read.other_records += 1
+    else:
+        read.other_records += 1
 
 
 def known_scenarios(records: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -312,13 +317,20 @@ def build_report(
 
 
 def load_reports(
-    log: Path, scenario: str | None, *, prices: Mapping[str, ModelPrice] = PRICES
+    log: Path | str,
+    scenario: str | None,
+    *,
+    prices: Mapping[str, ModelPrice] = PRICES,
+    read: LogRead | None = None,
 ) -> list[Report]:
-    """The report of the token log at `log` (rotated files included) for `scenario` (its
-    latest run; `NAME@N`: that run), or for the whole log; then, for a scenario, that of each
-    of its runs. `UsageError` for a missing or empty log, `CommandLineError` for a scenario
-    or run the log does not know."""
-    read = read_records(log)
+    """The report of the token log at `log` (rotated files included; or of the records
+    `read` already holds, `log` then naming where they came from) for `scenario` (its latest
+    run; `NAME@N`: that run), or for the whole log; then, for a scenario, that of each of its
+    runs. `UsageError` for a missing or empty log, `CommandLineError` for a scenario or run
+    the log does not know."""
+    if read is None:
+        assert isinstance(log, Path)
+        read = read_records(log)
     records, skipped = read.records, read.skipped_lines
     if not any(record.get("event") in SHOWN for record in records):
         what = "no model calls, compactions or handoffs" if read.other_records else "no records"

@@ -33,6 +33,7 @@ from baton.runtime.settings import redact_url
 from baton.server._heap import settle_heap
 from baton.server._live import RunView
 from baton.server._render import render_scenario
+from baton.server._run_summary import stored_outputs
 from baton.server._workspace_claim import claim_workspace
 from baton.server.control_server import ControlServer
 from baton.server.errors import ScenarioFailure
@@ -307,6 +308,8 @@ async def _serve(
             with anyio.CancelScope(shield=True):  # the summary's last word on each scenario
                 await view.refresh_states(runtime)
                 await view.report_ended(runtime, pipeline)
+                if pipeline.storage is not None:  # the summary's outputs are in the bucket
+                    view.outputs = await stored_outputs(pipeline.storage, view.scenarios().values())
                 await wait_for_calls(
                     runtime, now, view.say, runtime.config.runtime.shutdown_timeout
                 )

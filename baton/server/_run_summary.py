@@ -3,20 +3,28 @@ tally it and the live view are folded from: token-log records, one at a time.
 
 Costs are estimates from list prices (`baton.models.pricing`; docs/models.md, "Prices"); a
 model without a known price shows "—" with a footnote and is left out of the total.
+
+A run's outputs are listed from the workspace folder, or, with `[storage] url`, from the
+bucket (`stored_outputs`, awaited before the summary is printed: docs/storage.md, "What is
+stored where").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
 
 from baton._write_rules import SCENARIOS_DIR
+from baton.errors import BatonError
 from baton.models.call_tally import CallTally, token_count
-from baton.pipeline.run_archive import earlier_runs, runs_line
+from baton.pipeline.run_archive import earlier_runs, runs_line, stored_earlier_runs
 from baton.pipeline.scenario_state import SCHEDULER, ScenarioState
 from baton.runtime.log_files import PROCESS_LOG, TOKEN_LOG
+
+if TYPE_CHECKING:
+    from baton.storage.protocol import Storage
 
 NO_SCENARIO = "(no scenario)"
 
@@ -141,9 +149,11 @@ def summary_lines(
     *,
     workspace: Path = Path(),
     reports: Mapping[str, Path] | None = None,
+    outputs: Mapping[str, list[str]] | None = None,
 ) -> list[str]:
     """The end-of-run summary: calls and tokens per model, estimated cost, what was written
-    (`reports`: the report written as each scenario ended)."""
+    (`reports`: the report written as each scenario ended; `outputs`: each scenario's
+    outputs as `stored_outputs` listed them in a bucket, else they are the workspace's)."""
     lines = [f"baton: summary · {counts_line(tally)}"]
     if tally.restarts or tally.dead_letters:
         lines.append(f"  {tally.restarts} restarts · {tally.dead_letters} dead letters")
@@ -201,7 +211,7 @@ def summary_lines(
             )
     else:
         lines.append("  no model calls")
-    lines.extend(_artifact_lines(states, workspace, reports or {}))
+    lines.extend(_artifact_lines(states, workspace, reports or {}, outputs or {}))
     lines.append(
         f"  logs: {workspace / PROCESS_LOG} · token log {workspace / TOKEN_LOG} "
         "(`baton tail` reads it)"
@@ -210,7 +220,10 @@ def summary_lines(
 
 
 def _artifact_lines(
-    states: Iterable[ScenarioState], workspace: Path, reports: Mapping[str, Path]
+    states: Iterable[ScenarioState],
+    workspace: Path,
+    reports: Mapping[str, Path],
+    outputs: Mapping[str, list[str]],
 ) -> list[str]:
     lines: list[str] = []
     for state in states:
@@ -218,6 +231,9 @@ def _artifact_lines(
         lines.append(f"  {state.scenario}: {state.phase} ({which}iteration {state.iteration})")
         if state.scenario in reports:
             lines.append(f"    report: {reports[state.scenario]}")
+        if state.scenario in outputs:
+            lines.extend(outputs[state.scenario])
+            continue
         if state.last_report is not None:
             lines.extend(_output_lines(workspace / state.last_report))
         # Only this run's outputs are beside its last report; the earlier runs' were moved
@@ -239,4 +255,38 @@ def _output_lines(report: Path) -> list[str]:
     if iterations:
         lines.append(f"    iteration outputs: {', '.join(f'{path}/' for path in iterations)}")
     lines.append(f"    last iteration report: {report}")
+    return lines
+
+
+async def stored_outputs(storage: Storage, states: Iterable[ScenarioState]) -> dict[str, list[str]]:
+    """Each scenario's output lines of the summary, listed from the bucket `storage` (the
+    lines `summary_lines` draws from the workspace folder otherwise), named by their urls.
+    A listing the store refuses is one line saying so: the summary is still printed."""
+    found: dict[str, list[str]] = {}
+    for state in states:
+        folder = f"{SCENARIOS_DIR}/{state.scenario}"
+        try:
+            found[state.scenario] = await _stored_lines(storage, state, folder)
+        except BatonError as error:
+            found[state.scenario] = [f"    outputs in {storage.url}/{folder}/ ({error})"]
+    return found
+
+
+async def _stored_lines(storage: Storage, state: ScenarioState, folder: str) -> list[str]:
+    lines: list[str] = []
+    if state.last_report is not None:
+        report = PurePosixPath(state.last_report)
+        outputs = report.parent.parent
+        listing = await storage.list(outputs.as_posix(), recursive=False)
+        names = sorted(
+            (name for name in listing.folders if name.startswith("iteration_")),
+            key=lambda name: (len(name), name),
+        )
+        if names:
+            where = f"{storage.url}/{outputs}"
+            lines.append(f"    iteration outputs: {', '.join(f'{where}/{n}/' for n in names)}")
+        lines.append(f"    last iteration report: {storage.url}/{report}")
+    earlier = [run for run in await stored_earlier_runs(storage, folder) if run < state.run]
+    if earlier:
+        lines.append(f"    {runs_line(f'{storage.url}/{folder}', earlier)}")
     return lines

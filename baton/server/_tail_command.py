@@ -158,16 +158,21 @@ async def _history(files: list[Path]) -> AsyncGenerator[str, None]:
             yield line
 
 
-def _redis_url(options: TailOptions) -> tuple[str, str]:
-    """`--mailbox`'s URL and the deployment's key prefix (`runtime.redis.prefix`)."""
-    assert options.mailbox is not None
-    config = load_settings(options.workspace, overrides={"runtime": {"mailbox": options.mailbox}})
+def redis_source(workspace: Path, mailbox: str, command: str = "tail") -> tuple[str, str]:
+    """`--mailbox`'s URL and the deployment's key prefix (`runtime.redis.prefix`), for
+    `command` (tail, report) reading the token-log stream. Blocks: reads baton.toml."""
+    config = load_settings(workspace, overrides={"runtime": {"mailbox": mailbox}})
     if not is_redis_url(config.runtime.mailbox):
         raise CommandLineError(
-            f"--mailbox {options.mailbox!r}: tail reads the token-log stream of a Redis "
+            f"--mailbox {mailbox!r}: {command} reads the token-log stream of a Redis "
             "mailbox; give redis://HOST:PORT/DB, or leave --mailbox out to read the file"
         )
     return config.runtime.mailbox, config.runtime.redis.prefix
+
+
+def _redis_url(options: TailOptions) -> tuple[str, str]:
+    assert options.mailbox is not None
+    return redis_source(options.workspace, options.mailbox)
 
 
 async def _tail_stream(options: TailOptions, out: Print) -> None:

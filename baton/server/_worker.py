@@ -3,7 +3,9 @@
 A worker opens the workspace's runtime on a Redis mailbox and spawns only the actors it was
 asked for. Their mailboxes are the same Redis streams `baton run` reads, so the work spreads
 over every process that runs the actor. It takes no workspace claim and serves no control
-socket: `baton run` is the one process people talk to.
+socket: `baton run` is the one process people talk to. With a remote store it writes nothing
+in its own folder: its token log goes to the Redis stream alone, its log to stderr, its
+compaction audits to the store (docs/storage.md, "A worker's own directory").
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import TextIO
 import anyio
 
 from baton._log import get_logger
-from baton.errors import UsageError
+from baton.errors import BatonError, UsageError
 from baton.models.telemetry import open_telemetry
+from baton.pipeline.config import BatonConfig
 from baton.pipeline.errors import CommandLineError
 from baton.pipeline.host import check_roles, open_pipeline
 from baton.pipeline.scenario_state import SCHEDULER
@@ -52,6 +55,23 @@ def _roles(names: Sequence[str]) -> tuple[str, ...]:
         raise CommandLineError(f"--actors: {exc}") from None
 
 
+def keeps_no_files(config: BatonConfig) -> bool:
+    """Whether a worker on `config` writes nothing in its folder: with a remote store and a
+    Redis mailbox, everything it keeps is shared, so its folder may be empty and stay so
+    (docs/storage.md, "A worker's own directory")."""
+    return is_redis_url(config.runtime.mailbox) and bool(config.storage.url)
+
+
+def logs_on_stderr(workspace: Path, mailbox: str | None, storage: str | None) -> bool:
+    """Whether `baton worker` with these options writes its log on stderr rather than into
+    the process log file: when it keeps no files (blocking: it reads `baton.toml`)."""
+    try:
+        config = command_line_config(workspace, mailbox, storage)
+    except BatonError:
+        return False  # the command itself says what is wrong, once it runs
+    return keeps_no_files(config)
+
+
 async def work(options: WorkerOptions, out: TextIO) -> None:
     """Consume the named actors' mailboxes until SIGINT/SIGTERM, then drain and stop."""
     roles = _roles(options.actors)
@@ -68,12 +88,20 @@ async def work(options: WorkerOptions, out: TextIO) -> None:
         )
     # As `baton run`: a store that cannot be used stops the start with one line.
     await open_storage(config.storage.url, workspace).check()
+    bare = keeps_no_files(config)
+    if bare:
+        # Long-term memory is a file on one host's disk (docs/memory.md, "Backends"), which
+        # no other host would read: here the agents go without its tools, and the Scheduler
+        # still recalls entries into every work order (docs/storage.md, "A worker's own
+        # directory").
+        memory = config.memory.model_copy(update={"enabled": False})
+        config = config.model_copy(update={"memory": memory})
     stop = anyio.Event()
     async with anyio.create_task_group() as watcher:
         await watcher.start(watch_signals, stop)
         async with (
             open_telemetry(config.telemetry),  # outermost: flushed after the drain
-            Runtime.open(workspace, config=config) as runtime,
+            Runtime.open(workspace, config=config, token_log_file=not bare) as runtime,
             open_pipeline(runtime, roles=roles) as pipeline,
         ):
             distributed = runtime.distributed

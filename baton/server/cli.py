@@ -252,7 +252,18 @@ async def _report(args: argparse.Namespace) -> None:
 
     workspace = Path(args.workspace)
     out = None if args.out is None else Path(args.out)
-    written = await anyio.to_thread.run_sync(write_report, workspace, args.scenario, out)
+    read = None
+    if args.mailbox is not None:
+        from baton.server._report_command import stream_read  # noqa: PLC0415
+        from baton.server._tail_command import redis_source  # noqa: PLC0415
+
+        url, prefix = await anyio.to_thread.run_sync(
+            redis_source, workspace, args.mailbox, "report"
+        )
+        read = await stream_read(url, prefix)
+    written = await anyio.to_thread.run_sync(
+        lambda: write_report(workspace, args.scenario, out, read=read)
+    )
     _print(str(written))
 
 
@@ -337,6 +348,13 @@ def _log_file(args: argparse.Namespace) -> LogFile | None:
     # must not be created by its first log line.
     if getattr(args, "log_format", "json") != "file" or not Path(args.workspace).is_dir():
         return None
+    if args.name == "worker":
+        from baton.server._worker import logs_on_stderr  # noqa: PLC0415 - as in _worker
+
+        # A worker that keeps no files logs on stderr (docs/storage.md, "A worker's own
+        # directory").
+        if logs_on_stderr(Path(args.workspace), args.mailbox, args.storage):
+            return None
     from baton.runtime.logging import LogFile  # noqa: PLC0415 - see _command_logging
 
     return LogFile(Path(args.workspace) / PROCESS_LOG)
@@ -361,6 +379,12 @@ def _report_arguments(report: argparse.ArgumentParser) -> None:
         "--out",
         metavar="FILE",
         help="where to write it (default: .baton/reports/<S or all>.html in the workspace)",
+    )
+    report.add_argument(
+        "--mailbox",
+        metavar="redis://HOST:PORT/DB",
+        help="draw every process's lines from the deployment's Redis stream, not this host's "
+        "file (see docs/token-log.md, Across processes)",
     )
 
 

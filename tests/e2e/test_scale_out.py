@@ -130,12 +130,15 @@ def kill_while_holding(
     workers: dict[str, Child],
     after_calls: int,
     run: subprocess.Popen[str],
+    *,
+    calls: Callable[[Path], int] = model_calls,
 ) -> str:
     """SIGKILL the worker that holds an unacked message once `after_calls` model calls are
-    logged; returns its consumer name."""
+    logged (`calls` reads them: by default the workspace's token log); returns its consumer
+    name."""
     deadline = time.monotonic() + DEADLINE
     while time.monotonic() < deadline:
-        if model_calls(workspace) >= after_calls:
+        if calls(workspace) >= after_calls:
             for consumer, count in pending_by_consumer(client).items():
                 child = workers.get(consumer)
                 if count == 0 or child is None:
@@ -293,9 +296,14 @@ def scale_out(
         assert set(clean_steps) == set(steps), context
         assert [] == [k for k, n in logged_calls(workspace).items() if n > 1], context
     finally:
-        if run is not None and run.poll() is None:
-            run.kill()
-            run.communicate()
-        for child in workers.values():
-            child.stop()
-        client.close()
+        stop_all(run, workers, client)
+
+
+def stop_all(run: subprocess.Popen[str] | None, workers: dict[str, Child], client: Client) -> None:
+    """End what a scale-out test started, whatever state its asserts left it in."""
+    if run is not None and run.poll() is None:
+        run.kill()
+        run.communicate()
+    for child in workers.values():
+        child.stop()
+    client.close()

@@ -29,6 +29,7 @@ from baton.pipeline.artifacts import (
     artifact_model,
     write_atomic,
 )
+from baton.storage import open_storage
 
 # The handoff protocol's layer1_problems_report.json example, verbatim (docs/handoffs.md,
 # "failure_summary.json and layer1_problems_report.json").
@@ -404,3 +405,50 @@ async def test_a_failed_artifact_write_removes_its_temp_file_from_the_folder_it_
     with pytest.raises(OSError, match="Input/output error"):
         await ArtifactStore(workspace).write(LAYOUT.failure_summary, summary)
     assert ([], []) == (os.listdir(tmp_path / "parked"), os.listdir(outside))
+
+
+# --- in a bucket (docs/storage.md, "What is stored where") ------------------------------------
+
+
+async def test_artifacts_round_trip_through_a_bucket_as_the_workspace_holds_them(
+    s3_url: str, tmp_path: Path
+) -> None:
+    """With a bucket, a written artifact is the object at its workspace path, the bytes a
+    local write gives; it reads back equal, its iteration is listed, nothing is on disk."""
+    bucket = open_storage(s3_url, tmp_path / "ws")
+    store = ArtifactStore(tmp_path / "ws", bucket)
+    local = ArtifactStore(tmp_path)
+    report = Layer1ProblemsReport.model_validate_json(SEED_REPORT)
+    path, sample = PER_SAMPLE[0]
+    written = await store.write(LAYOUT.layer1_problems_report, report)
+    await store.write(path, sample)
+    on_disk = await local.write(LAYOUT.layer1_problems_report, report)
+    assert str(LAYOUT.layer1_problems_report) == str(written)
+    assert on_disk.read_bytes() == await bucket.read(str(LAYOUT.layer1_problems_report))
+    assert report == await store.read_report(LAYOUT.layer1_problems_report)
+    assert sample == await store.read(path, Sample)
+    assert ([12], 13) == (
+        await store.iterations(LAYOUT.scenario),
+        await store.next_iteration(LAYOUT.scenario),
+    )
+    assert not (tmp_path / "ws").exists()
+
+
+async def test_a_bucket_is_refused_an_invalid_artifact_and_reads_none(
+    s3_url: str, tmp_path: Path
+) -> None:
+    """A sample whose id is not its file name is not stored; an invalid or missing object
+    reads as an InvalidArtifactError saying why; a path out of the workspace is refused."""
+    bucket = open_storage(s3_url, tmp_path)
+    store = ArtifactStore(tmp_path, bucket)
+    path, sample = PER_SAMPLE[0]
+    with pytest.raises(InvalidArtifactError, match="does not match the file name"):
+        await store.write(path.replace(SAMPLE_ID, "BS_MT_002"), sample)
+    assert [] == list((await bucket.list()).objects)
+    await bucket.write(str(LAYOUT.failure_summary), b'{"iteration": "one"}')
+    with pytest.raises(InvalidArtifactError, match="iteration"):
+        await store.read_failure_summary(LAYOUT.failure_summary)
+    with pytest.raises(InvalidArtifactError, match="the file does not exist"):
+        await store.read_report(LAYOUT.layer1_problems_report)
+    with pytest.raises(SandboxViolationError, match="inside the workspace"):
+        await store.read_report("../elsewhere/layer1_problems_report.json")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from baton.agents.tools import Sandbox, Toolbox
+from baton.agents.tools import Sandbox, Toolbox, ToolOutcome
 from baton.context.payload import ToolUseBlock
 from baton.pipeline.handoff_tools import complete_scenario, handoff_to_execute, return_to_init
 from baton.pipeline.packages import (
@@ -18,6 +18,7 @@ from baton.pipeline.packages import (
     InitToExecuteContext,
     ScenarioCompletion,
 )
+from baton.storage import LocalStorage, Storage, open_storage
 
 SCENARIO = "scenarios/leave_application"
 ITERATION = f"{SCENARIO}/execution_outputs/iteration_12"
@@ -56,13 +57,15 @@ def call(name: str, args: dict[str, Any], id_: str = "t1") -> ToolUseBlock:
     return {"type": "tool_use", "id": id_, "name": name, "input": args}
 
 
-def toolbox(root: Path, recorder: Recorder) -> Toolbox:
+def toolbox(root: Path, recorder: Recorder, storage: Storage | None = None) -> Toolbox:
     sandbox = Sandbox(root)
     wiring: dict[str, Any] = {
         "deliver": recorder.deliver,
         "register_paths": recorder.register,
         "clock": fixed_clock,
     }
+    if storage is not None:
+        wiring["storage"] = storage
     return Toolbox(
         [
             handoff_to_execute(sandbox, **wiring),
@@ -276,3 +279,73 @@ async def test_referenced_paths_through_links_are_judged_where_they_lead(tmp_pat
         "- .baton/state.json: '.baton/' is reserved for the runtime; tools cannot use it",
     ] == [line for line in outcome.content.splitlines() if line.startswith("- ")]
     assert [] == recorder.delivered
+
+
+COMPLETION = {
+    "execution_output_dir": ITERATION,
+    "success_rate": 0.89,
+    "iteration_summary": {"total_samples": 27},
+    "report_paths": {"failure_summary": "failure_summary.json"},
+}
+
+
+async def test_in_a_store_the_paths_must_be_objects_there(s3_url: str, tmp_path: Path) -> None:
+    """With a remote store the paths are looked up in the bucket, not the workspace: files
+    only the workspace holds are refused as missing, and once stored the package is sent."""
+    store = open_storage(s3_url, tmp_path)
+    touch(tmp_path, *DESIGN.values())
+    await store.write(DESIGN["business_rules_path"], b"{}")
+    recorder = Recorder()
+    box = toolbox(tmp_path, recorder, store)
+    args = {"user_requirement": "r", "design_artifacts": DESIGN}
+    refused = await box.run(call("handoff_to_execute", args))
+    assert (True, [], []) == (refused.is_error, recorder.delivered, recorder.registered)
+    assert [
+        f"- {DESIGN['unified_scenario_design_path']}: does not exist",
+        f"- {DESIGN['format_specifications_path']}: does not exist",
+    ] == [line for line in refused.content.splitlines() if line.startswith("- ")]
+    for path in DESIGN.values():
+        await store.write(path, b"{}")
+    sent = await box.run(call("handoff_to_execute", args, id_="t2"))
+    assert (False, [list(DESIGN.values())]) == (sent.is_error, recorder.registered)
+
+
+async def test_in_a_store_a_folder_exists_when_an_object_is_under_it(
+    s3_url: str, tmp_path: Path
+) -> None:
+    """execution_output_dir names a folder: in a bucket it exists through the objects below
+    it, so a completion whose report is stored is delivered."""
+    store = open_storage(s3_url, tmp_path)
+    await store.write(f"{ITERATION}/failure_summary.json", b"{}")
+    recorder = Recorder()
+    outcome = await toolbox(tmp_path, recorder, store).run(call("complete_scenario", COMPLETION))
+    assert (False, [[ITERATION, f"{ITERATION}/failure_summary.json"]]) == (
+        outcome.is_error,
+        recorder.registered,
+    )
+
+
+@pytest.mark.parametrize(
+    "path", ["../etc/passwd", "/etc/passwd", ".baton/journal/init.jsonl", "scenarios/none.md"]
+)
+async def test_a_store_refuses_the_paths_the_workspace_refuses(
+    s3_url: str, tmp_path: Path, path: str
+) -> None:
+    """'..', absolute outside, .baton/ and a missing path: the same lines in the bucket as
+    in the workspace folder (its `LocalStorage`), and nothing is sent; a path only the bucket
+    holds is sent (the bucket, not the folder, was asked)."""
+    remote = open_storage(s3_url, tmp_path)
+    await remote.write(DESIGN["business_rules_path"], b"{}")
+    outcomes: list[tuple[ToolOutcome, int]] = []
+    for store in (LocalStorage(tmp_path), remote, remote):
+        recorder = Recorder()
+        rules = path if len(outcomes) < 2 else DESIGN["business_rules_path"]
+        args = {"user_requirement": "r", "design_artifacts": {"rules": rules}}
+        outcome = await toolbox(tmp_path, recorder, store).run(call("handoff_to_execute", args))
+        outcomes.append((outcome, len(recorder.delivered)))
+    local, stored, control = outcomes
+    assert ((True, 0), local, (False, 1)) == (
+        (local[0].is_error, local[1]),
+        stored,
+        (control[0].is_error, control[1]),
+    )

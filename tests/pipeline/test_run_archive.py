@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +16,13 @@ from baton import Runtime
 from baton.errors import RunArchiveConflictError
 from baton.pipeline.host import open_pipeline
 from baton.pipeline.messages import StartScenario
-from baton.pipeline.run_archive import archive_run, earlier_runs
+from baton.pipeline.run_archive import (
+    archive_run,
+    archive_stored_run,
+    earlier_runs,
+    stored_earlier_runs,
+)
+from baton.storage import Storage, open_storage
 from tests.pipeline.test_scheduler import (
     BASE,
     NAME,
@@ -124,20 +132,15 @@ def rewrite_script(workspace: Path, init: list[object], execute: list[object]) -
     (workspace / BASE / "script.json").write_text(json.dumps(script))
 
 
-async def test_a_resubmitted_scenario_keeps_run_1_apart(tmp_path: Path) -> None:
-    """Run 1 ends after two iterations; run 2, one iteration, finds none of run 1's files
-    in its place: they are in runs/1 as run 1 left them, and run 2's state says run 2."""
-    make_scenario(
-        tmp_path,
-        init=design_turns(1) + design_turns(2),
-        execute=iteration_turns(1, 1, complete=False) + iteration_turns(2, 3, complete=True),
-        auto_approve=True,
-    )
-    folder = tmp_path / BASE
+async def two_runs(
+    tmp_path: Path, run_1_files: Callable[[], Awaitable[dict[str, bytes]]]
+) -> dict[str, bytes]:
+    """Run 1 (two iterations) then run 2 (one) of the scenario `make_scenario` wrote; what
+    `run_1_files` read between the two, once both are checked to have completed as asked."""
     async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
         await rt.ask("scheduler", StartScenario(scenario=NAME))
         first = await wait_for_phase(rt, "completed", "failed")
-    run_1 = {k: v for k, v in files(folder).items() if k not in ("scenario.toml", "script.json")}
+    run_1 = await run_1_files()
     rewrite_script(tmp_path, design_turns(3), iteration_turns(1, 3, complete=True))
     async with Runtime.open(tmp_path) as rt, open_pipeline(rt, environ={}):
         await rt.ask("scheduler", StartScenario(scenario=NAME))
@@ -146,6 +149,29 @@ async def test_a_resubmitted_scenario_keeps_run_1_apart(tmp_path: Path) -> None:
         (first.phase, first.iteration, first.run),
         (second.phase, second.iteration, second.run),
     )
+    return run_1
+
+
+def make_two_runs(tmp_path: Path) -> None:
+    """The scenario of `two_runs`: two iterations in run 1."""
+    make_scenario(
+        tmp_path,
+        init=design_turns(1) + design_turns(2),
+        execute=iteration_turns(1, 1, complete=False) + iteration_turns(2, 3, complete=True),
+        auto_approve=True,
+    )
+
+
+async def test_a_resubmitted_scenario_keeps_run_1_apart(tmp_path: Path) -> None:
+    """Run 1 ends after two iterations; run 2, one iteration, finds none of run 1's files
+    in its place: they are in runs/1 as run 1 left them, and run 2's state says run 2."""
+    make_two_runs(tmp_path)
+    folder = tmp_path / BASE
+
+    async def local_run_1() -> dict[str, bytes]:
+        return {k: v for k, v in files(folder).items() if k not in ("scenario.toml", "script.json")}
+
+    run_1 = await two_runs(tmp_path, local_run_1)
     assert run_1 == files(folder / "runs" / "1")
     assert ["iteration_1"] == sorted(p.name for p in (folder / "execution_outputs").iterdir())
     assert b"version: 3" in (folder / "unified_scenario_design.yaml").read_bytes()
@@ -191,3 +217,137 @@ async def test_a_submit_that_would_write_over_a_kept_run_is_refused(tmp_path: Pa
             await rt.ask("scheduler", StartScenario(scenario=NAME, auto_approve=True))
         after = await wait_for_phase(rt, "completed", "failed")
     assert (before, 1) == (files(folder), after.run)
+
+
+# --- in a bucket: copy, then delete (docs/handoffs.md, "Earlier runs") ------------------------
+
+PREFIX = "scenarios/leave"
+
+
+async def stored(storage: Storage, prefix: str = PREFIX) -> dict[str, bytes]:
+    """Every object under `prefix`, by its path from it, with its bytes."""
+    listing = await storage.list(prefix)
+    return {item.path: await storage.read(f"{prefix}/{item.path}") for item in listing.objects}
+
+
+async def put_stored(storage: Storage, contents: dict[str, bytes], prefix: str = PREFIX) -> None:
+    for name, data in contents.items():
+        await storage.write(f"{prefix}/{name}", data)
+
+
+@pytest.fixture
+async def bucket(s3_url: str, tmp_path: Path) -> Storage:
+    """A bucket holding a scenario as run 1 left it: its inputs and what the run wrote."""
+    storage = open_storage(s3_url, tmp_path)
+    await put_stored(storage, {**INPUTS, **OUTPUTS})
+    return storage
+
+
+class KilledError(Exception):
+    """The process was killed here."""
+
+
+class KilledAt:
+    """A store whose process is killed at its `at`-th delete: nothing after it happens."""
+
+    def __init__(self, storage: Storage, at: int) -> None:
+        self.storage, self.at, self.deletes = storage, at, 0
+        self.url = storage.url
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.storage, name)
+
+    async def delete(self, path: str) -> None:
+        self.deletes += 1
+        if self.deletes >= self.at:
+            raise KilledError(path)
+        await self.storage.delete(path)
+
+
+async def test_in_a_bucket_a_runs_outputs_move_to_its_prefix_and_the_inputs_stay(
+    bucket: Storage,
+) -> None:
+    """In a bucket, `execution_outputs/` and the design files are under runs/1/ byte for
+    byte, the inputs are untouched, and no staging object is left."""
+    kept = await archive_stored_run(bucket, PREFIX, 1)
+    assert f"{PREFIX}/runs/1" == kept
+    assert OUTPUTS == await stored(bucket, f"{PREFIX}/runs/1")
+    assert INPUTS == {k: v for k, v in (await stored(bucket)).items() if not k.startswith("runs/")}
+    assert [1] == await stored_earlier_runs(bucket, PREFIX)
+    assert {} == await stored(bucket, f"{PREFIX}/runs/.1.partial")
+
+
+@pytest.mark.parametrize(
+    "killed_at",
+    [1, 3, len(OUTPUTS) + 1, len(OUTPUTS) + 2],
+    ids=["first-copy-done", "mid-first-delete", "second-copy-done", "mid-second-delete"],
+)
+async def test_in_a_bucket_a_move_killed_between_copy_and_delete_is_finished_by_a_retry(
+    bucket: Storage, killed_at: int
+) -> None:
+    """Killed after its copies but before (or among) their deletes, at either step: the
+    retry finishes the move, runs/1 holds run 1's files once, and no staging is left."""
+    with pytest.raises(KilledError):
+        await archive_stored_run(KilledAt(bucket, killed_at), PREFIX, 1)  # type: ignore[arg-type]
+    assert f"{PREFIX}/runs/1" == await archive_stored_run(bucket, PREFIX, 1)
+    everything = await stored(bucket)
+    assert (OUTPUTS, INPUTS) == (
+        await stored(bucket, f"{PREFIX}/runs/1"),
+        {k: v for k, v in everything.items() if not k.startswith("runs/")},
+    )
+    assert [] == [k for k in everything if k.startswith("runs/.")]
+
+
+async def test_in_a_bucket_an_archive_done_is_not_done_twice(bucket: Storage) -> None:
+    """Archived before a crash kept the new record from being saved: the retry finds runs/1
+    whole and moves nothing."""
+    await archive_stored_run(bucket, PREFIX, 1)
+    before = await stored(bucket)
+    assert f"{PREFIX}/runs/1" == await archive_stored_run(bucket, PREFIX, 1)
+    assert before == await stored(bucket)
+
+
+async def test_in_a_bucket_an_existing_run_prefix_is_never_written_over(bucket: Storage) -> None:
+    """runs/1/ already in the bucket while outputs are still in place: refused, naming it and
+    how to move it aside, and no object changes."""
+    await put_stored(bucket, {"runs/1/BusinessRules.md": b"# kept\n"})
+    before = await stored(bucket)
+    with pytest.raises(RunArchiveConflictError, match=r"runs/1 already exists.*aws s3 mv"):
+        await archive_stored_run(bucket, PREFIX, 1)
+    assert before == await stored(bucket)
+
+
+async def test_in_a_bucket_a_staged_object_with_other_bytes_is_not_written_over(
+    bucket: Storage,
+) -> None:
+    """A staged copy whose bytes differ from the output in place is no copy of it: the move
+    stops as a conflict and the staged object keeps its bytes."""
+    await put_stored(bucket, {"runs/.1.partial/BusinessRules.md": b"# other\n"})
+    with pytest.raises(RunArchiveConflictError, match=r"runs/.1.partial already exists"):
+        await archive_stored_run(bucket, PREFIX, 1)
+    assert b"# other\n" == await bucket.read(f"{PREFIX}/runs/.1.partial/BusinessRules.md")
+    assert OUTPUTS["BusinessRules.md"] == await bucket.read(f"{PREFIX}/BusinessRules.md")
+
+
+async def test_with_a_bucket_a_resubmitted_scenario_keeps_run_1_apart_in_it(
+    s3_url: str, tmp_path: Path
+) -> None:
+    """With `[storage] url`, run 2's submit moves run 1's objects to runs/1/ in the bucket,
+    as they were, and run 2 writes its own in their place; the workspace holds none."""
+    make_two_runs(tmp_path)
+    (tmp_path / "baton.toml").write_text(f'[storage]\nurl = "{s3_url}"\n', encoding="utf-8")
+    storage = open_storage(s3_url, tmp_path)
+    inputs = ("scenario.toml", "script.json")  # the bucket has them from the submit
+
+    async def stored_run_1() -> dict[str, bytes]:
+        return {k: v for k, v in (await stored(storage, BASE)).items() if k not in inputs}
+
+    run_1 = await two_runs(tmp_path, stored_run_1)
+    assert "execution_outputs/iteration_2/failure_summary.json" in run_1
+    assert run_1 == await stored(storage, f"{BASE}/runs/1")
+    assert [1] == await stored_earlier_runs(storage, BASE)
+    assert [] == [
+        k for k in await stored(storage, BASE) if k.startswith("execution_outputs/iteration_2")
+    ]
+    assert b"version: 3" in await storage.read(f"{BASE}/unified_scenario_design.yaml")
+    assert ["scenario.toml", "script.json"] == sorted(p.name for p in (tmp_path / BASE).iterdir())

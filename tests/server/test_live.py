@@ -12,7 +12,8 @@ from rich.console import Console
 from baton.pipeline.scenario_state import ScenarioState
 from baton.runtime.token_log import TokenLog
 from baton.server._live import RunView, fill_figure, render_panels
-from baton.server._run_summary import RunTally, summary_lines
+from baton.server._run_summary import RunTally, stored_outputs, summary_lines
+from baton.storage import open_storage
 
 SCENARIO = "leave_application"
 
@@ -275,3 +276,34 @@ async def test_phase_changes_are_lines_and_an_earlier_runs_scenario_stays_out() 
         await view.refresh_states(scheduler)
     lines = [line.split(" ", 1)[1] for line in out.getvalue().splitlines()]
     assert (["new: executing (iteration 1)"], ["new"]) == (lines, list(view.scenarios()))
+
+
+async def test_with_a_bucket_the_summary_lists_the_runs_outputs_from_it(
+    s3_url: str, tmp_path: Path
+) -> None:
+    """With `[storage] url`, the summary's iteration folders, last report and earlier runs
+    are those in the bucket, named by their urls; the empty workspace lists none."""
+    storage = open_storage(s3_url, tmp_path)
+    folder = f"scenarios/{SCENARIO}"
+    report = f"{folder}/execution_outputs/iteration_10/layer1_problems_report.json"
+    for key in (
+        f"{folder}/execution_outputs/iteration_2/failure_summary.json",
+        report,
+        f"{folder}/runs/1/execution_outputs/iteration_1/failure_summary.json",
+        f"{folder}/runs/.2.partial/BusinessRules.md",
+        f"{folder}/scenario.toml",
+    ):
+        await storage.write(key, b"{}")
+    state = ScenarioState(
+        scenario=SCENARIO, phase="completed", iteration=10, run=2, last_report=report
+    )
+    outputs = await stored_outputs(storage, [state])
+    lines = summary_lines(RunTally(), [state], workspace=tmp_path, outputs=outputs)
+    where = f"{s3_url}/{folder}"
+    assert [
+        f"  {SCENARIO}: completed (run 2, iteration 10)",
+        f"    iteration outputs: {where}/execution_outputs/iteration_2/, "
+        f"{where}/execution_outputs/iteration_10/",
+        f"    last iteration report: {s3_url}/{report}",
+        f"    earlier runs kept in {where}/runs/1",
+    ] == lines[2:6]

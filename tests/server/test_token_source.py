@@ -21,6 +21,7 @@ from baton.runtime.token_relay import LINE_FIELD, TokenRelay, stream_key
 from baton.server._live import RunView
 from baton.server._token_source import TokenSource, follow_every_process, stream_records
 from baton.server.cli import main
+from tests.server.test_report import call
 
 SETTINGS = RedisConfig()
 
@@ -179,3 +180,33 @@ async def test_the_live_view_counts_the_other_processes_records(
                 await out.written.wait()
     assert 1 == view.tally.restarts
     assert out.getvalue().endswith(" worker restarted (r1)\n")
+
+
+def test_report_with_a_redis_mailbox_draws_every_process_calls(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`baton report --mailbox URL` draws the calls of the scheduler's host and of a worker
+    from the shared stream, in a workspace whose own token log holds only the scheduler's
+    call: both lanes are on the page, where the file alone would draw one."""
+    scheduler_call = {**call("2026-11-23T22:00:01Z", "scheduler"), "process": "a:1"}
+    worker_call = {**call("2026-11-23T22:00:02Z", "execute"), "process": "b:2"}
+    add_lines(redis_url, [scheduler_call, worker_call])
+    logs = tmp_path / ".baton" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "tokens.jsonl").write_text(json.dumps(scheduler_call) + "\n", encoding="utf-8")
+    pages = {}
+    for name, extra in (("file", []), ("stream", ["--mailbox", redis_url])):
+        out = tmp_path / f"{name}.html"
+        args = ["report", "--workspace", str(tmp_path), "--out", str(out), *extra]
+        assert 0 == main(args), capsys.readouterr().err
+        pages[name] = out.read_text(encoding="utf-8")
+    lanes = {name: (">execute<" in page, ">scheduler<" in page) for name, page in pages.items()}
+    assert {"file": (False, True), "stream": (True, True)} == lanes
+
+
+def test_report_mailbox_must_be_redis(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`baton report --mailbox sqlite` exits 2 with one line naming report and redis://."""
+    code = main(["report", "--mailbox", "sqlite", "--workspace", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert (2, 1) == (code, len(err.splitlines()))
+    assert "report reads the token-log stream" in err

@@ -16,7 +16,8 @@ Agents cannot make links, but any other process on the machine can swap a folder
 while a tool runs. So a path is never resolved first and opened by name afterwards: `walk`
 opens it component by component from a descriptor of the workspace root
 (`baton.agents._dir_walk`), the checks judge the components that walk traversed, and the
-tools read, write and list relative to the descriptors it holds.
+tools read, write and list relative to the descriptors it holds. A remote store, which has
+neither links nor descriptors, gets the rules that need no file system alone (`key`).
 """
 
 from __future__ import annotations
@@ -88,11 +89,7 @@ class Sandbox:
         """Walk to `path` for reading (blocking: run it on a worker thread); raise
         `SandboxViolationError` if it is refused. The walk's descriptors close on exit."""
         with walk(self.root, self._components(path), path, aliases=self._roots[1:]) as here:
-            parts = here.resolved
-            if self.is_reserved(parts):
-                raise SandboxViolationError(
-                    path, f"'{parts[0]}/' is reserved for the runtime; tools cannot use it"
-                )
+            self._refuse_reserved(path, here.resolved)
             yield here
 
     @contextmanager
@@ -102,17 +99,41 @@ class Sandbox:
         Judged on the components the walk traversed: what gets written is what was judged.
         """
         with self.walk(path) as here:
-            parts = here.resolved
             # As spelled too: a link named `x.pth` is refused for its name.
-            for candidate in (self._components(path), parts):
-                reason = never_written(candidate)
-                if reason is not None:
-                    raise SandboxViolationError(
-                        path, f"agents never write this ({reason}); {self.where_to_write()}"
-                    )
-            if not any(parts[: len(root)] == root for root in self.write_roots()):
-                raise SandboxViolationError(path, self.where_to_write())
+            self._refuse_write(path, self._components(path), here.resolved)
             yield here
+
+    def key(self, path: str) -> tuple[str, ...]:
+        """The components of `path` as a key of a store with no links and no descriptors
+        (docs/handoffs.md, "In a remote store"): the rules that need no file system, the
+        same refusals with the same messages as `walk`'s."""
+        parts = self._components(path)
+        self._refuse_reserved(path, parts)
+        return parts
+
+    def key_for_write(self, path: str) -> tuple[str, ...]:
+        """`key`, then refuse what this round may not write, as `walk_for_write` does."""
+        parts = self.key(path)
+        self._refuse_write(path, parts)
+        return parts
+
+    def _refuse_reserved(self, path: str, parts: tuple[str, ...]) -> None:
+        if self.is_reserved(parts):
+            raise SandboxViolationError(
+                path, f"'{parts[0]}/' is reserved for the runtime; tools cannot use it"
+            )
+
+    def _refuse_write(self, path: str, *spellings: tuple[str, ...]) -> None:
+        """Refuse a write judged on each spelling; the last is what gets written."""
+        for candidate in spellings:
+            reason = never_written(candidate)
+            if reason is not None:
+                raise SandboxViolationError(
+                    path, f"agents never write this ({reason}); {self.where_to_write()}"
+                )
+        parts = spellings[-1]
+        if not any(parts[: len(root)] == root for root in self.write_roots()):
+            raise SandboxViolationError(path, self.where_to_write())
 
     async def resolve(self, path: str) -> Path:
         """The real absolute path `path` names inside the workspace; raise if it is refused.

@@ -9,6 +9,8 @@ both always say how much there is in total so the model can ask for the rest.
 
 Each call does its file work in one worker-thread call, relative to the directory
 descriptors of the sandbox's walk: a folder swapped for a link meanwhile is not followed.
+Given a remote store (`storage`, an `ObjectStorage`), the same tools read, write and list its
+objects instead, under the same rules and with the same results (`_object_files`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from baton._regular_files import read_at
 from baton.agents._artifact_io import is_write_leftover, write_at
 from baton.agents._dir_walk import DIR_FLAGS
 from baton.agents.errors import InvalidArtifactError
+from baton.agents.tools._object_files import stored_files
 from baton.agents.tools._sandbox import Sandbox
 from baton.agents.tools.protocol import Tool, ToolOutcome
+from baton.storage.protocol import Storage
 
 DEFAULT_LIMIT: Final = 400
 HEAD_TAIL_LINES: Final = 40
@@ -81,15 +85,19 @@ class Read:
     )
     input_model = ReadInput
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, *, storage: Storage | None = None) -> None:
         self._sandbox = sandbox
+        self._stored = stored_files(sandbox, storage)
 
     @property
     def input_schema(self) -> dict[str, Any]:
         return ReadInput.model_json_schema()
 
     async def run(self, args: ReadInput) -> ToolOutcome:
-        read = await anyio.to_thread.run_sync(self._read, args.path)
+        if self._stored is None:
+            read = await anyio.to_thread.run_sync(self._read, args.path)
+        else:
+            read = await self._read_stored(args.path)
         if isinstance(read, ToolOutcome):
             return read
         shown, raw = read
@@ -115,9 +123,7 @@ class Read:
         # One worker-thread call: the walk, the checks and the read share its descriptors.
         with self._sandbox.walk(path) as here:
             shown = self._sandbox.shown(here.resolved)
-            missing = ToolOutcome(
-                f"{shown} does not exist; List its directory to see what is there", is_error=True
-            )
+            missing = _missing(shown)
             if len(here.rest) != 1:
                 return missing if here.rest else _is_a_directory(shown)
             try:
@@ -128,6 +134,25 @@ class Read:
                 return _is_a_directory(shown)
             except ValueError as refused:
                 return ToolOutcome(str(refused), is_error=True)
+
+    async def _read_stored(self, path: str) -> tuple[str, bytes] | ToolOutcome:
+        assert self._stored is not None
+        shown, key = self._stored.key(path)
+        if not key:
+            return _is_a_directory(shown)
+        try:
+            raw = await self._stored.read(key, shown, MAX_FILE_BYTES)
+        except ValueError as refused:
+            return ToolOutcome(str(refused), is_error=True)
+        if raw is not None:
+            return shown, raw
+        return _is_a_directory(shown) if await self._stored.is_folder(key) else _missing(shown)
+
+
+def _missing(shown: str) -> ToolOutcome:
+    return ToolOutcome(
+        f"{shown} does not exist; List its directory to see what is there", is_error=True
+    )
 
 
 def _is_a_directory(shown: str) -> ToolOutcome:
@@ -187,9 +212,15 @@ class Write:
     input_model = WriteInput
 
     def __init__(
-        self, sandbox: Sandbox, *, check: ContentCheck | None = None, check_note: str = ""
+        self,
+        sandbox: Sandbox,
+        *,
+        storage: Storage | None = None,
+        check: ContentCheck | None = None,
+        check_note: str = "",
     ) -> None:
         self._sandbox = sandbox
+        self._stored = stored_files(sandbox, storage)
         self._check = check
         self.description = (
             "Write a whole text file in the workspace, atomically: readers see the old file "
@@ -204,7 +235,10 @@ class Write:
         return WriteInput.model_json_schema()
 
     async def run(self, args: WriteInput) -> ToolOutcome:
-        written = await anyio.to_thread.run_sync(self._write, args)
+        if self._stored is None:
+            written = await anyio.to_thread.run_sync(self._write, args)
+        else:
+            written = await self._write_stored(args)
         if isinstance(written, ToolOutcome):
             return written
         shown, checked = written
@@ -222,15 +256,37 @@ class Write:
         with self._sandbox.walk_for_write(args.path) as here:
             shown = self._sandbox.shown(here.resolved)
             if here.is_directory():
-                return ToolOutcome(f"{shown} is a directory; give a file path", is_error=True)
-            checked = False
-            if self._check is not None:
-                try:
-                    checked = self._check(shown, args.content)
-                except InvalidArtifactError as error:
-                    return ToolOutcome(f"nothing written: {error}", is_error=True)
+                return _not_a_file(shown)
+            checked = self._checked(shown, args.content)
+            if isinstance(checked, ToolOutcome):
+                return checked
             write_at(*here.enter_missing(), args.content.encode())
         return shown, checked
+
+    async def _write_stored(self, args: WriteInput) -> tuple[str, bool] | ToolOutcome:
+        # Judged, checked, then one PUT: a refused or invalid write leaves nothing in the store.
+        assert self._stored is not None
+        shown, key = self._stored.key(args.path, for_write=True)
+        if await self._stored.is_folder(key):
+            return _not_a_file(shown)
+        checked = await anyio.to_thread.run_sync(self._checked, shown, args.content)
+        if isinstance(checked, ToolOutcome):
+            return checked
+        await self._stored.write(key, args.content.encode())
+        return shown, checked
+
+    def _checked(self, shown: str, content: str) -> bool | ToolOutcome:
+        """Whether `check` knew the place's schema; its refusal as the tool's outcome."""
+        if self._check is None:
+            return False
+        try:
+            return self._check(shown, content)
+        except InvalidArtifactError as error:
+            return ToolOutcome(f"nothing written: {error}", is_error=True)
+
+
+def _not_a_file(shown: str) -> ToolOutcome:
+    return ToolOutcome(f"{shown} is a directory; give a file path", is_error=True)
 
 
 class ListInput(BaseModel):
@@ -252,15 +308,25 @@ class List:
     )
     input_model = ListInput
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, *, storage: Storage | None = None) -> None:
         self._sandbox = sandbox
+        self._stored = stored_files(sandbox, storage)
 
     @property
     def input_schema(self) -> dict[str, Any]:
         return ListInput.model_json_schema()
 
     async def run(self, args: ListInput) -> ToolOutcome:
-        return await anyio.to_thread.run_sync(self._list, args)
+        if self._stored is None:
+            return await anyio.to_thread.run_sync(self._list, args)
+        shown, key = self._stored.key(args.path)
+        entries, complete = await self._stored.entries(
+            key, recursive=args.recursive, cap=args.max_entries
+        )
+        if key and not entries:
+            # A store has no empty folders: a key with nothing under it is a file or nothing.
+            return _not_a_folder(shown, exists=await self._stored.storage.exists(key))
+        return _listed(shown, args, entries, complete)
 
     def _list(self, args: ListInput) -> ToolOutcome:
         # The whole listing in one worker-thread call, every directory opened relative to
@@ -268,21 +334,29 @@ class List:
         with self._sandbox.walk(args.path) as here:
             shown = self._sandbox.shown(here.resolved)
             if here.rest:
-                if here.final() is None:
-                    return ToolOutcome(f"{shown} does not exist", is_error=True)
-                return ToolOutcome(f"{shown} is a file; use Read to see it", is_error=True)
+                return _not_a_folder(shown, exists=here.final() is not None)
             listing = _Listing(self._sandbox, args, base=here.resolved)
             complete = listing.walk(here.fd, here.resolved)
             entries = listing.out
-        header = f"{shown}/: {len(entries)} entries" + (" (recursive)" if args.recursive else "")
-        if not entries:
-            return ToolOutcome(f"{shown}/: empty directory")
-        if not complete:
-            header += (
-                f"; stopped at max_entries={args.max_entries}: list a subdirectory or raise "
-                "max_entries to see the rest"
-            )
-        return ToolOutcome("\n".join([header, *entries]))
+        return _listed(shown, args, entries, complete)
+
+
+def _not_a_folder(shown: str, *, exists: bool) -> ToolOutcome:
+    if not exists:
+        return ToolOutcome(f"{shown} does not exist", is_error=True)
+    return ToolOutcome(f"{shown} is a file; use Read to see it", is_error=True)
+
+
+def _listed(shown: str, args: ListInput, entries: list[str], complete: bool) -> ToolOutcome:
+    header = f"{shown}/: {len(entries)} entries" + (" (recursive)" if args.recursive else "")
+    if not entries:
+        return ToolOutcome(f"{shown}/: empty directory")
+    if not complete:
+        header += (
+            f"; stopped at max_entries={args.max_entries}: list a subdirectory or raise "
+            "max_entries to see the rest"
+        )
+    return ToolOutcome("\n".join([header, *entries]))
 
 
 @dataclass
@@ -335,8 +409,16 @@ class _Listing:
 
 
 def file_tools(
-    sandbox: Sandbox, *, check: ContentCheck | None = None, check_note: str = ""
+    sandbox: Sandbox,
+    *,
+    storage: Storage | None = None,
+    check: ContentCheck | None = None,
+    check_note: str = "",
 ) -> list[Tool[Any]]:
-    """`Read`, `Write` and `List`, sharing one sandbox; `check` and `check_note` go to
-    `Write`."""
-    return [Read(sandbox), Write(sandbox, check=check, check_note=check_note), List(sandbox)]
+    """`Read`, `Write` and `List`, sharing one sandbox, over the workspace folder or, given a
+    remote `storage`, its objects; `check` and `check_note` go to `Write`."""
+    return [
+        Read(sandbox, storage=storage),
+        Write(sandbox, storage=storage, check=check, check_note=check_note),
+        List(sandbox, storage=storage),
+    ]
