@@ -6,8 +6,10 @@ Durable work per message, on both sides: store the envelope (INSERT), mark it in
 (UPDATE), delete it on ack with its id remembered (DELETE + INSERT), each committed before
 the caller goes on, in WAL mode with `synchronous=NORMAL`. The baseline runs those
 statements back to back on the calling thread, a commit each. baton runs them from the event
-loop through its worker thread (a batch of whatever is queued per transaction: group commit)
-and also encodes and decodes the envelope, as the runtime does.
+loop (a batch of whatever is queued per transaction: group commit; the take of a message that
+was waiting commits with the ack before it) and also encodes and decodes the envelope, as the
+runtime does. Both fsync only at checkpoints: raw sqlite3's automatic ones, inline; baton's
+on its checkpointer's thread.
 
 Two phases, each timed: `tell` — S tasks send N messages between them into one mailbox (a
 send returns once its message is committed); `drain` — one consumer receives and acks them

@@ -1,5 +1,6 @@
 """An agent's conversations: each one's state, rebuilt from its journal, and the book that
-keeps them, reads them once and writes every change to the journal first."""
+keeps them, reads them once, writes every change to the journal first and lets idle ones go
+(docs/context.md, "Idle conversations")."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from anyio.abc import TaskGroup
 from pydantic import ValidationError
 
 from baton._log import get_logger
+from baton.agents._passivation import Passivation
 from baton.agents.compaction import BackgroundSummary
 from baton.agents.errors import JournalRecordError
 from baton.agents.journal import JournalStore
@@ -90,9 +92,9 @@ def load_state(
     `budget` record gives the conversation its own budget, and a `handoff` record marks the
     current round as handed off."""
     conversation = Conversation(id=conversation_id)
-    pending_response: ModelResponse | None = None
-    pending_sent: int | None = None
-    pending_layout: StepLayout | None = None
+    # A reply's record, validated only if no step supersedes it: every step of the journal
+    # follows its reply's record, and checking each reply would double the rebuild's work.
+    pending: tuple[int, Mapping[str, Any]] | None = None
     pending_summary: str | None = None
     pending_through: int | None = None
     precompaction: tuple[int, int] | None = None  # (records before it, compaction number)
@@ -114,15 +116,12 @@ def load_state(
                     if round_key is not None:
                         round_keys.add(round_key)
                 if kind == "step":
-                    pending_response = None
+                    pending = None
                 elif kind == "compaction":
                     pending_summary = pending_through = precompaction = None
                     compacted_tokens = int(record.get("tokens_after", 0))
             elif kind == "response" and record.get("turn") == conversation.next_seq:
-                pending_response = ModelResponse.model_validate(record["response"])
-                pending_sent = record.get("sent_estimate")
-                layout = record.get("layout")
-                pending_layout = None if layout is None else StepLayout.model_validate(layout)
+                pending = (length, record)
             elif kind == "summary" and record.get("compaction") == conversation.compactions:
                 pending_summary = str(record["text"])
                 through = record.get("through_seq")
@@ -135,6 +134,9 @@ def load_state(
                 budget = ContextBudget.model_validate(
                     {**base_budget.model_dump(), **record["overrides"]}
                 )
+        if pending is not None:
+            length = pending[0]
+        pending_response, pending_sent, pending_layout = _pending_reply(pending)
     except (UsageError, ValueError, KeyError, TypeError) as exc:
         # The line that does not follow from those before it (say, one was removed): the
         # book reports it with the journal's name (README.md, "After a full disk or a
@@ -165,7 +167,23 @@ def load_state(
         handed_off=handed_off,
         round_keys=round_keys,
         round_key=round_key,
-        journal_length=length,
+        journal_length=len(records),
+    )
+
+
+def _pending_reply(
+    pending: tuple[int, Mapping[str, Any]] | None,
+) -> tuple[ModelResponse | None, int | None, StepLayout | None]:
+    """The reply a journal ends with, before its tools finished: the response, the raw
+    estimate of the payload it answers, and that payload's layout."""
+    if pending is None:
+        return None, None, None
+    record = pending[1]
+    layout = record.get("layout")
+    return (
+        ModelResponse.model_validate(record["response"]),
+        record.get("sent_estimate"),
+        None if layout is None else StepLayout.model_validate(layout),
     )
 
 
@@ -179,11 +197,21 @@ def _misfit(record: Mapping[str, Any], error: Exception) -> str:
     return str(error) if isinstance(error, UsageError) else f"a {kind!r} record: {error}"
 
 
+def passivatable(state: ConversationState) -> bool:
+    """Whether the journal alone rebuilds `state`: true unless a summary asked for in the
+    background came back without one (the live state keeps why, to fall back on it; a
+    state read back would ask again)."""
+    job = state.background
+    return job is None or (job.answered and job.text is not None)
+
+
 class ConversationBook:
-    """The conversations an agent works on, cached, each read from its journal once.
+    """The conversations an agent works on, cached, each read from its journal once, and
+    dropped again once idle for `passivate_after` seconds (0: never).
 
     `owner()` names the journal (the hosting actor's name, known once it is spawned); `load`
-    rebuilds a state from its records. Every change goes through `append` or `record`.
+    rebuilds a state from its records; `dropped` is told of each conversation passivated.
+    Every change goes through `append` or `record`.
     """
 
     def __init__(
@@ -192,16 +220,41 @@ class ConversationBook:
         journal: JournalStore,
         owner: Callable[[], str],
         load: Callable[[str, list[dict[str, Any]]], ConversationState],
+        passivate_after: float = 0.0,
+        dropped: Callable[[str], None] = lambda conversation: None,
     ) -> None:
         self.journal = journal
         self._owner = owner
         self._load = load
+        self._dropped = dropped
         self._states: dict[str, ConversationState] = {}
+        self.passivation = Passivation(passivate_after, self.passivate, owner=owner)
         # Estimator tokens → the model's tokens, before a conversation's first exact figure.
         self.token_ratio = 1.0
 
+    def cached(self, conversation: str) -> bool:
+        """Whether the conversation's state is in memory."""
+        return conversation in self._states
+
+    def passivate(self, conversation: str) -> bool:
+        """Drop the conversation's state from memory (its journal has all of it), unless it
+        holds what the journal does not (`passivatable`); whether it is gone."""
+        state = self._states.get(conversation)
+        if state is not None:
+            if not passivatable(state):
+                return False
+            del self._states[conversation]
+            self._dropped(conversation)
+        self.passivation.forget(conversation)
+        return True
+
+    def close(self) -> None:
+        """Stop the passivation timer."""
+        self.passivation.close()
+
     async def get(self, conversation: str) -> ConversationState:
-        """The conversation's state, read from the journal the first time."""
+        """The conversation's state, read from the journal the first time (or the first
+        time since it was passivated)."""
         state = self._states.get(conversation)
         if state is None:
             owner = self._owner()
@@ -214,12 +267,24 @@ class ConversationBook:
             if calibration.samples == 0:
                 calibration.ratio = self.token_ratio
             self._states[conversation] = state
+        self.passivation.touched(conversation)
         return state
 
     @asynccontextmanager
     async def owning(self, conversation: str) -> AsyncIterator[ConversationState]:
         """Hold the conversation (other processes sharing the journal wait), brought up to
-        date with what they journaled; holding it again inside nests."""
+        date with what they journaled; holding it again inside nests. It is not passivated
+        while held; those idle long enough are, as it is taken."""
+        self.passivation.held(conversation)
+        try:
+            self.passivation.sweep()
+            async with self._owned(conversation) as state:
+                yield state
+        finally:
+            self.passivation.released(conversation, cached=conversation in self._states)
+
+    @asynccontextmanager
+    async def _owned(self, conversation: str) -> AsyncIterator[ConversationState]:
         journal, owner = self.journal, self._owner()
         async with journal.hold(owner, conversation):
             cached = conversation in self._states  # one just read from the journal is current
@@ -251,5 +316,6 @@ class ConversationBook:
             await self.journal.append(self._owner(), state.id, record)
         except BaseException:
             self._states.pop(state.id, None)
+            self.passivation.forget(state.id)
             raise
         state.journal_length += 1

@@ -131,6 +131,10 @@ class CompactionReports:
             freed = int(record.get("tokens_before", 0)) - int(record.get("tokens_after", 0))
             self._weak(guard, freed, budget)
 
+    def forget(self, conversation: str) -> None:
+        """Drop a conversation's count (it left memory; `restore` counts it again)."""
+        self._guards.pop(conversation, None)
+
     def _weak(self, guard: _Guard, freed: int, budget: ContextBudget) -> bool:
         """Count one compaction that freed `freed` tokens; True when it stops compacting."""
         freed = max(0, freed)

@@ -58,6 +58,13 @@ class AgentConfig(BudgetFields):
         le=1024,
         description="conversations (scenario runs) the agent works on at once",
     )
+    passivate_after_s: float = Field(
+        600.0,
+        ge=0,
+        description="seconds a conversation may sit idle before it leaves memory; its next "
+        'message reads it back from the journal (docs/context.md, "Idle conversations"); '
+        "0: kept in memory for the life of the process",
+    )
     system_prompt: str | None = Field(
         None, description="workspace-relative path of a system prompt replacing the shipped one"
     )

@@ -91,6 +91,8 @@ class AgentLoop:
             journal=setup.journal,
             owner=lambda: host.actor_name,
             load=self._load_state,
+            passivate_after=setup.config.passivate_after_s,
+            dropped=self._dropped,
         )
         self._last: ConversationState | None = None
         self._toolbox = (
@@ -121,6 +123,12 @@ class AgentLoop:
             state.budget or self.budget,
         )
         return state
+
+    def _dropped(self, conversation: str) -> None:
+        """A passivated conversation's compaction count is read back with it."""
+        self._compactions.forget(conversation)
+        if self._last is not None and self._last.id == conversation:
+            self._last = None
 
     @property
     def name(self) -> str:
@@ -154,10 +162,16 @@ class AgentLoop:
             state = await self.state(conversation)
             if state.conversation.awaiting_reply:
                 unfinished.append(conversation)
+            elif self.book.passivation.after > 0:
+                # Idle already: a process restarted over thousands of conversations waiting
+                # for their next round does not hold them all (docs/context.md, "Idle
+                # conversations").
+                self.book.passivate(conversation)
         return unfinished
 
     async def stop(self) -> None:
-        """Stop reporting the context fill."""
+        """Stop reporting the context fill and passivating."""
+        self.book.close()
         if self.setup.context_reporter is not None:
             self.setup.context_reporter.unregister(self.name, self.context_fill)
 

@@ -8,8 +8,10 @@ while the context is below the hard limit (halfway from the threshold to what th
 leaves for an answer): there the agent works on instead of waiting for it. How: past
 `precompact_at` of the way to the threshold the summary is asked for in the background,
 journaled when it arrives; at the threshold the compaction uses it, or asks for one and
-waits; the compaction is journaled and its audit written. A resumed agent finds every piece
-in its journal and pays for no summary twice.
+waits; the compaction is journaled and its audit written. A strip batch due soon enough to
+keep the context under the threshold stands in for both: no summary is asked for, and the
+agent goes on. A resumed agent finds every piece in its journal and pays for no summary
+twice.
 """
 
 from __future__ import annotations
@@ -65,6 +67,14 @@ async def background_tasks() -> AsyncIterator[TaskGroup]:
         if len(grouped.exceptions) == 1:
             raise grouped.exceptions[0] from None
         raise
+
+
+ASK_LOOKAHEAD = 2
+"""How many steps ahead a strip batch may fall due and still stand in for a summary asked
+for in the background: the step that would cross the threshold, and the one after."""
+GO_ON_LOOKAHEAD = 1
+"""Past the threshold, below the hard limit, a strip batch due once one more step has aged
+out of the newest N lets the agent go on instead of compacting."""
 
 
 def precompact_tokens(budget: ContextBudget, compacted_tokens: int) -> float:
@@ -157,9 +167,41 @@ class Compactor:
             and self.may_compact(state.conversation, budget)
         ):
             return
+        if self._strip_suffices(
+            state, budget, within=GO_ON_LOOKAHEAD, under=budget.compact_threshold
+        ):
+            return
         if await self._goes_on(state, budget):
             return
         await self.compact(state)
+
+    def _strip_suffices(
+        self, state: ConversationState, budget: ContextBudget, *, within: int, under: float
+    ) -> bool:
+        """Whether a strip batch due by the request after `within` more steps brings the
+        context back under `under` (docs/context.md, "Background compaction"): then no
+        summary is needed for it, and none is paid for. A look ahead holds only below the
+        hard limit; there only the very next request's strip counts."""
+        strategy, conversation = state.strategy, state.conversation
+        if not isinstance(strategy, SummarizeStrategy) or (
+            strategy.stride == 1 and strategy.strip_batch_tokens is None
+        ):
+            # Stripping every turn is no batch: the context measured stays one aged-out
+            # step above what is sent, every turn alike, and the threshold is set against it.
+            return False
+        tokens = conversation.context_tokens
+        if tokens >= hard_limit(budget):
+            within = 0
+        # Each step looked ahead is taken to add what the newest ones did on average.
+        recent = conversation.entries[-budget.keep_recent_steps :]
+        growth = conversation.account.calibration.apply(
+            sum(e.whole_tokens for e in recent) // max(1, len(recent))
+        )
+        for ahead in range(within + 1):
+            relief = strategy.strip_relief(conversation, within=ahead)
+            if relief > 0 and tokens + ahead * growth - relief <= under:
+                return True
+        return False
 
     async def _goes_on(self, state: ConversationState, budget: ContextBudget) -> bool:
         """Past the threshold, whether the agent works on instead of compacting now: its
@@ -261,6 +303,12 @@ class Compactor:
             or not conversation.entries
             or conversation.context_tokens <= precompact_tokens(budget, state.compacted_tokens)
             or not self.reports.compacting(conversation)
+            # A batch stripped before the threshold is crossed that keeps the context under
+            # it leaves nothing for a summary to do (docs/context.md, "Background
+            # compaction").
+            or self._strip_suffices(
+                state, budget, within=ASK_LOOKAHEAD, under=budget.compact_threshold
+            )
         ):
             return
         else:

@@ -135,6 +135,32 @@ class StrategyBase:
         seq = entries[index].step.seq if index < len(entries) else conversation.next_seq
         return StepLayout(first_whole=seq)
 
+    def _natural_after(self, conversation: Conversation, ahead: int) -> int:
+        """Where the strategy's own rule would start the whole part once `ahead` more steps
+        are held (0: for the next request); 0 for strategies that strip nothing in batches."""
+        return 0
+
+    def strip_relief(self, conversation: Conversation, *, within: int) -> int:
+        """The tokens a strip batch frees that is due by the request after `within` more
+        steps: the steps that leave the whole part by then, shown folded instead
+        (docs/context.md, "Background compaction"); 0 when none is due, or while a round
+        pinned by thinking keeps its layout.
+
+        Only the steps held now count, so a look `within` steps ahead sees the batch those
+        steps' ageing out makes, not what the new steps themselves will add."""
+        entries = conversation.entries
+        if conversation.pinned_layout is not None or not entries:
+            return 0
+        shown = conversation.composed_layout
+        start = self._first_whole()
+        if shown is not None:
+            start = bisect_left(entries, shown.first_whole, key=lambda e: e.step.seq)
+        end = start
+        for ahead in range(within + 1):
+            end = max(end, self._natural_after(conversation, ahead))
+        raw = sum(e.whole_tokens - e.last_text_tokens for e in entries[start:end])
+        return conversation.account.calibration.apply(raw)
+
     def _start_for(self, conversation: Conversation, natural: int) -> int:
         """Where the whole part starts: where the open round's thinking pinned it, else
         `natural` (the strategy's own choice)."""

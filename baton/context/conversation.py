@@ -368,10 +368,14 @@ class Conversation(BaseModel):
             raise UsageError("a step needs a round: start_round first")
         if step.seq != self.next_seq:
             raise UsageError(f"step {step.seq} out of order: expected {self.next_seq}")
-        reused = {use.id for use in step.tool_uses} & self._tool_ids
+        # Private attributes are looked up through pydantic's `__getattr__`: once each here,
+        # since a rebuild runs this for every step of the journal.
+        tool_ids, account = self._tool_ids, self._account
+        uses = [use.id for use in step.tool_uses]
+        reused = tool_ids.intersection(uses)
         if reused:
             raise UsageError(f"tool_use ids already used in this conversation: {sorted(reused)}")
-        self._tool_ids.update(use.id for use in step.tool_uses)
+        tool_ids.update(uses)
         self.rounds[-1].steps.append(step)
         entry = step_entry(step, len(self.rounds) - 1)
         self._entries.append(entry)
@@ -382,11 +386,11 @@ class Conversation(BaseModel):
             self._composed_layout = step.layout
         if step.usage is not None:
             if step.sent_estimate is not None:
-                self._account.note_sent(step.sent_estimate)  # as the live call did
-            self._account.observe(step.usage)
-            self._account.add(entry.results_tokens)
+                account.note_sent(step.sent_estimate)  # as the live call did
+            account.observe(step.usage)
+            account.add(entry.results_tokens)
         else:
-            self._account.add(entry.whole_tokens)
+            account.add(entry.whole_tokens)
         self.next_seq += 1
         self.steps_since_compaction += 1
 

@@ -123,6 +123,25 @@ class SummarizeStrategy(StrategyBase):
             starts.append(start)
         return starts[len(entries) - 1] if entries else 0
 
+    def _natural_after(self, conversation: Conversation, ahead: int) -> int:
+        """`_natural_start` once `ahead` more steps are held, from the steps held now (the
+        batch the newest steps make as they age out of the last N)."""
+        entries = conversation.entries
+        start = self._natural_start(conversation)
+        batch = self.strip_batch_tokens
+        for count in range(len(entries) + 1, len(entries) + ahead + 1):
+            if batch is None:
+                start = recent_start(count, self.budget, self.stride)
+                continue
+            batch = min(batch, max(1, self.budget.compact_threshold // BATCH_SHARE_OF_THRESHOLD))
+            over_end = min(count - self.budget.keep_recent_steps, len(entries))
+            if over_end > start and (
+                over_end - start >= self.stride
+                or sum(e.whole_tokens for e in entries[start:over_end]) > batch
+            ):
+                start = over_end
+        return start
+
     def _advance(self, conversation: Conversation) -> None:
         entries = conversation.entries
         natural = self._natural_start(conversation)

@@ -12,10 +12,12 @@ of each batch, so that it empties the `-wal` once they stop.
 
 Callers queue their operation and take turns; taking the turn yields once, so every caller
 that is ready queues its operation first and the one whose turn it is commits them all: one
-`BEGIN IMMEDIATE ... COMMIT`. If one operation of a batch raises, the batch is undone and its
-operations run again one transaction each, so a failing statement undoes only itself. A
-caller's `run` returns only once the transaction holding its operation is committed, so a
-`tell` is durable when it returns, exactly as with a commit per operation.
+`BEGIN IMMEDIATE ... COMMIT`; the callers it held then go on together. If one operation of a
+batch raises, the batch is undone and its operations run again one transaction each, so a
+failing statement undoes only itself. A caller's `run` returns only once the transaction
+holding its operation is committed, so a `tell` is durable when it returns, exactly as with a
+commit per operation. A caller that finds no batch gathering (a mailbox's consumer, `try_now`)
+commits at once, without the yield.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -44,7 +46,7 @@ class Operation(Generic[T]):
     heavy: bool = False
     value: T = _UNSET
     error: BaseException | None = None
-    after_commit: list[Callable[[], None]] = field(default_factory=list)
+    after_commit: list[Callable[[], None]] | None = None  # made by the first `on_commit`
 
     @property
     def done(self) -> bool:
@@ -87,17 +89,21 @@ class GroupCommit:
         wrote: Callable[[], None] | None = None,
     ) -> None:
         self._db = connection
+        # One cursor for BEGIN and COMMIT: `Connection.execute` makes a new one each time.
+        self._cursor = connection.cursor()
         self._after_commit = after_commit
         self._checkpoint_due = checkpoint_due
         self._checkpoint_every = checkpoint_every
         self._wrote = wrote
         self._since_checkpoint = 0
         self._queue: list[Operation[Any]] = []
-        # FIFO, and acquiring it yields once: callers that are ready queue theirs before the
-        # batch is taken; one that finds its operation done by an earlier batch passes through.
+        # Acquiring it yields once: callers that are ready queue theirs before the batch is
+        # taken. The others wait for `_ended`, set as each holder lets go: those whose
+        # operation is done go on all at once, not one by one through the lock.
         self._turn = anyio.Lock()
+        self._ended = anyio.Event()
         self._current: Operation[Any] | None = None
-        self.batches = 0  # transactions committed or rolled back, for tests and benchmarks
+        self.batches = 0  # transactions begun (then committed or rolled back), for benchmarks
         self.waited = 0  # batches that found the database locked and waited on the thread
 
     async def run(self, fn: Callable[..., T], *args: object, heavy: bool = False) -> T:
@@ -111,47 +117,100 @@ class GroupCommit:
     async def run_now(self, fn: Callable[..., T], *args: object, heavy: bool = False) -> T:
         """`run` for a caller that goes on only once it is done (a mailbox's one consumer):
         committed at once when no batch is being gathered, without the yield that gathers."""
-        operation: Operation[T] = Operation(fn, args, heavy)
+        tried = None if heavy else self.try_now(fn, *args)
+        if tried is not None and tried.done:
+            return tried.outcome()
         turn = self._turn
-        if turn.locked():
-            self._queue.append(operation)
-            return await self._in_turn(operation)
+        if tried is not None:  # the database is locked: wait for it on the thread
+            batch = [tried]
+        else:
+            operation: Operation[T] = Operation(fn, args, heavy)
+            if turn.locked():
+                self._queue.append(operation)
+                return await self._in_turn(operation)
+            batch, self._queue = self._queue, []  # with the turn free, only `later`'s wait
+            batch.append(operation)
         turn.acquire_nowait()
         try:
-            await self._commit([operation])
+            await self._commit(batch, busy=tried is not None)
         finally:
             turn.release()
-        return operation.outcome()
+            self._let_go()
+        return batch[-1].outcome()
+
+    def try_now(self, fn: Callable[..., T], *args: object) -> Operation[T] | None:
+        """`fn(*args)` committed at once, in a transaction of its own, when nothing waits for
+        the turn: the operation, done (its outcome may be an error) unless another connection
+        holds the lock; None when a batch is being gathered (`run_now` waits for it). The
+        path of every take and ack of a mailbox's consumer: no wait, so no turn to take."""
+        if self._queue or self._turn.locked():
+            return None
+        operation: Operation[T] = Operation(fn, args)
+        try:
+            self._commit_now([operation])
+        except _Busy:  # nothing done: BEGIN found the lock taken
+            return operation
+        self._committed()
+        return operation
+
+    def later(self, fn: Callable[..., object], *args: object) -> None:
+        """Queue `fn(*args)` without waiting for it (from code that may not wait): it joins
+        the next batch, or the one `alone` commits first at close. Its outcome is nobody's:
+        it must be work whose failure loses nothing."""
+        self._queue.append(Operation(fn, args))
 
     async def _in_turn(self, operation: Operation[T]) -> T:
+        turn = self._turn
         try:
-            async with self._turn:
-                if not operation.done:
-                    batch, self._queue = self._queue, []
-                    await self._commit(batch)
+            while not operation.done:
+                if turn.locked():
+                    await self._ended.wait()
+                    continue
+                async with turn:
+                    try:
+                        if not operation.done:
+                            batch, self._queue = self._queue, []
+                            await self._commit(batch)
+                    finally:
+                        self._let_go()
         except BaseException:
             if operation in self._queue:  # cancelled before any batch took it: never runs
                 self._queue.remove(operation)
             raise
         return operation.outcome()
 
+    def _let_go(self) -> None:
+        """The turn's holder is done: wake every caller waiting for it."""
+        ended, self._ended = self._ended, anyio.Event()
+        ended.set()
+
     async def alone(self, fn: Callable[..., T], *args: object) -> T:
         """`fn(*args)` on the worker thread outside any transaction, after every operation
         queued before it, the callers that come meanwhile waiting their turn (closing the
         connection; a checkpoint that resets the -wal, `_sqlite_checkpoint`)."""
         async with self._turn:
-            if self._queue:
-                batch, self._queue = self._queue, []
-                await self._commit(batch)
-            return await anyio.to_thread.run_sync(fn, *args)
+            try:
+                if self._queue:
+                    batch, self._queue = self._queue, []
+                    await self._commit(batch)
+                return await anyio.to_thread.run_sync(fn, *args)
+            finally:
+                self._let_go()
 
     def on_commit(self, action: Callable[[], None]) -> None:
         """Run `action` once the running operation is committed."""
-        assert self._current is not None, "on_commit outside an operation"
-        self._current.after_commit.append(action)
+        current = self._current
+        assert current is not None, "on_commit outside an operation"
+        if current.after_commit is None:
+            current.after_commit = [action]
+        else:
+            current.after_commit.append(action)
 
-    async def _commit(self, batch: list[Operation[Any]]) -> None:
+    async def _commit(self, batch: list[Operation[Any]], *, busy: bool = False) -> None:
+        """Commit `batch`; `busy`: a try on the event loop found the database locked."""
         try:
+            if busy:
+                raise _Busy
             if any(operation.heavy for operation in batch):
                 # Copying a large row into the -wal takes milliseconds: every actor would
                 # wait for it (docs/architecture.md, "What a request body may cost").
@@ -162,6 +221,10 @@ class GroupCommit:
             self.waited += 1
             # The turn is held meanwhile: nothing else uses the connection.
             await anyio.to_thread.run_sync(self._commit_waiting, batch)
+        self._committed()
+
+    def _committed(self) -> None:
+        """After each batch: tell the checkpointer, and ask for a checkpoint when due."""
         if self._wrote is not None:
             self._wrote()
         if self._since_checkpoint >= self._checkpoint_every and self._checkpoint_due is not None:
@@ -179,7 +242,6 @@ class GroupCommit:
             self._db.execute("PRAGMA busy_timeout = 0")
 
     def _commit_now(self, batch: list[Operation[Any]], *, waiting: bool = False) -> None:
-        self.batches += 1
         if len(batch) > 1 and self._transaction(batch, alone=False, waiting=waiting):
             return
         # One operation, or a batch one of whose operations failed: each in a transaction of
@@ -193,15 +255,15 @@ class GroupCommit:
         operation of a shared batch failed. Raises `_Busy` when another connection holds
         the write lock and this is not the waiting run."""
         for operation in batch:
-            operation.value, operation.error = _UNSET, None
-            operation.after_commit.clear()
+            operation.value, operation.error, operation.after_commit = _UNSET, None, None
         try:
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                self._cursor.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 if not waiting and _is_busy(exc):
                     raise _Busy from exc
                 raise
+            self.batches += 1
             for operation in batch:
                 self._current = operation
                 try:
@@ -212,22 +274,21 @@ class GroupCommit:
                         for undone in batch:
                             undone.value = _UNSET
                         return False
-                    operation.error = exc
-                    operation.after_commit.clear()
+                    operation.error, operation.after_commit = exc, None
                     return True
                 finally:
                     self._current = None
-            self._db.execute("COMMIT")
+            self._cursor.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
             for operation in batch:
-                operation.error = exc
-                operation.after_commit.clear()
+                operation.error, operation.after_commit = exc, None
             return True
         self._since_checkpoint += 1
         for operation in batch:
-            for action in operation.after_commit:
-                action()
+            if operation.after_commit is not None:
+                for action in operation.after_commit:
+                    action()
         if self._after_commit is not None:
             self._after_commit()
         return True

@@ -120,8 +120,10 @@ class Counts:
     def unsettled(self) -> int:
         return self.stored - self.settled
 
-    def line(self) -> bytes:
-        return f"baton-mailboxes 1 {self.db_id} {self.stored:020d} {self.settled:020d}\n".encode()
+
+def mark_line(db_id: str, stored: int, settled: int) -> bytes:
+    """The mark file's one line for these counters (fixed width: rewritten in place)."""
+    return b"baton-mailboxes 1 %s %020d %020d\n" % (db_id.encode(), stored, settled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,12 +209,13 @@ class MarkFile:
         except OSError as exc:
             self._give_up(exc)
 
-    def write(self, counts: Counts) -> None:
-        """Record `counts`; a failure is said once, and the mark stays behind (which is safe)."""
+    def write(self, db_id: str, stored: int, settled: int) -> None:
+        """Record the counters of database `db_id`; a failure is said once, and the mark
+        stays behind (which is safe)."""
         if self._fd is None:
             return
         try:
-            os.pwrite(self._fd, counts.line(), 0)
+            os.pwrite(self._fd, mark_line(db_id, stored, settled), 0)
         except OSError as exc:
             self._give_up(exc)
 

@@ -65,6 +65,8 @@ class SqliteStore:
     ) -> None:
         self.path = path
         self._db = connection
+        # The statements of every message share a cursor: `Connection.execute` makes one each.
+        self._cursor = connection.cursor()
         self.checkpointer = checkpointer
         self._group = GroupCommit(
             connection,
@@ -74,9 +76,10 @@ class SqliteStore:
         )
         if checkpointer is not None:
             checkpointer.holding_writes = self._group.alone
-        self._marked: Counts | None = None
         self._acks = 0
-        self._counts = counts
+        self._counts = counts  # as found at open, then `_check_mark` keeps the two below
+        self._stored = self._settled = 0  # the counters, as committed
+        self._marked = (-1, -1)  # (stored, settled) the mark file holds
         self._mark = MarkFile(path)
         self._dead_letter_max = dead_letter_max
         self._dead_letter_age = dead_letter_age
@@ -146,13 +149,18 @@ class SqliteStore:
                 return await self._group.run_now(fn, *args, heavy=heavy)
             return await self._group.run(fn, *args, heavy=heavy)
         except sqlite3.Error as exc:
-            found = translate(self.path, exc)
-            if isinstance(found, DiskFullFailure) and self.full is None:
-                self.full = found
-                log.warning("mailbox.disk_full", database=str(self.path), error=str(exc))
+            found = self._failure(exc)
             if found is exc:
                 raise
             raise found from exc
+
+    def _failure(self, error: sqlite3.Error) -> Exception:
+        """What a failed statement means (`translate`), a full disk noted in `full`."""
+        found = translate(self.path, error)
+        if isinstance(found, DiskFullFailure) and self.full is None:
+            self.full = found
+            log.warning("mailbox.disk_full", database=str(self.path), error=str(error))
+        return found
 
     async def write(self, fn: Callable[..., T], *args: object, heavy: bool = False) -> T:
         """`run` for a write: refused with `DiskFullFailure` while there is no room."""
@@ -166,6 +174,18 @@ class SqliteStore:
     ) -> T:
         """`write` for what settles a stored message: waits for room with backoff instead of
         failing, so a full disk delays handling but loses nothing and needs no restart."""
+        if now and not heavy:
+            # A consumer's take or ack, committed here when nothing waits: two coroutines
+            # less on the path of every message.
+            done = self._group.try_now(fn, *args)
+            if done is not None and done.done:
+                if done.error is None:
+                    if self.full is not None:
+                        self._room_again()
+                    return done.value
+                if not isinstance(done.error, sqlite3.Error):
+                    raise done.error  # the statement's own failure, not the database's
+            # Waiting for a batch, for the lock or for room: the general path.
         attempt = 0
         while True:
             try:
@@ -179,6 +199,11 @@ class SqliteStore:
             if self.full is not None:
                 self._room_again()
             return result
+
+    def later(self, fn: Callable[..., object], *args: object) -> None:
+        """Run `fn(*args)` with the next batch, or at close, without waiting for it: for
+        work whose failure loses nothing (`GroupCommit.later`)."""
+        self._group.later(fn, *args)
 
     def _room_again(self) -> None:
         self.full = None
@@ -209,30 +234,31 @@ class SqliteStore:
             # Only handled messages are gone: some may be delivered again (ids forgotten).
             log.warning("mailbox.rewound", database=str(self.path), forgotten=loss.forgotten)
         self._mark.open()
-        self._mark.write(counts)
-        self._marked = counts
+        self._mark.write(counts.db_id, counts.stored, counts.settled)
+        self._stored, self._settled = counts.stored, counts.settled
+        self._marked = (counts.stored, counts.settled)
 
-    def _counted(self, stored: int = 0, settled: int = 0) -> None:
-        """Mirror a change of the database's counters into the mark file once committed."""
-        self._group.on_commit(lambda: self._add_counts(stored, settled))
+    def _stored_one(self) -> None:
+        """A message stored, once committed (`on_commit`): the mark file mirrors it."""
+        self._stored += 1
 
-    def _add_counts(self, stored: int, settled: int) -> None:
-        counts = self._counts
-        if counts is not None:
-            self._counts = Counts(counts.db_id, counts.stored + stored, counts.settled + settled)
+    def _settled_one(self) -> None:
+        """A message acked or dead-lettered, once committed: the mark file mirrors it."""
+        self._settled += 1
 
     def _write_mark(self) -> None:
         """After each commit: one write of the mark for the whole batch."""
         counts = self._counts
-        if counts is not None and counts != self._marked:
-            self._marked = counts
-            self._mark.write(counts)
+        marked = (self._stored, self._settled)
+        if counts is not None and marked != self._marked:
+            self._marked = marked
+            self._mark.write(counts.db_id, *marked)
 
     def insert(self, envelope_id: str, recipient: str, body: str) -> int | None:
         """Store a new envelope; its seq, or None when the id is known (a duplicate)."""
         # Both checks before the insert: a conflict would still take a sequence number, and
         # the sequence is the "stored" counter.
-        cursor = self._db.execute(
+        cursor = self._cursor.execute(
             "INSERT INTO envelopes (id, recipient, body) "
             "SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM acked WHERE id = ?1) "
             "AND NOT EXISTS (SELECT 1 FROM envelopes WHERE id = ?1) "
@@ -241,7 +267,7 @@ class SqliteStore:
         )
         if cursor.rowcount != 1:
             return None
-        self._counted(stored=1)
+        self._group.on_commit(self._stored_one)
         return cursor.lastrowid
 
     def load(self, recipient: str) -> list[tuple[int, int, int, str]]:
@@ -253,23 +279,45 @@ class SqliteStore:
         ).fetchall()
 
     def take(self, seq: int) -> None:
-        self._db.execute(
+        self._cursor.execute(
             "UPDATE envelopes SET in_flight = 1, deliveries = deliveries + 1 WHERE seq = ?",
             (seq,),
         )
 
     def release(self, seq: int) -> None:
-        self._db.execute("UPDATE envelopes SET in_flight = 0 WHERE seq = ?", (seq,))
+        self._cursor.execute("UPDATE envelopes SET in_flight = 0 WHERE seq = ?", (seq,))
 
-    def ack(self, seq: int, envelope_id: str) -> None:
-        deleted = self._db.execute("DELETE FROM envelopes WHERE seq = ?", (seq,)).rowcount
-        self._db.execute("INSERT OR IGNORE INTO acked (id) VALUES (?)", (envelope_id,))
-        self._counted(settled=deleted)
+    def untake(self, seq: int) -> None:
+        """Undo a `take` whose message was never handed out (`ack`'s `take_next`)."""
+        self._cursor.execute(
+            "UPDATE envelopes SET in_flight = 0, deliveries = deliveries - 1 "
+            "WHERE seq = ? AND in_flight = 1",
+            (seq,),
+        )
+
+    def ack(
+        self,
+        seq: int,
+        envelope_id: str,
+        take_next: int | None = None,
+        taken: Callable[[], None] | None = None,
+    ) -> None:
+        """Delete an acked envelope, its id remembered; with `take_next`, also `take` that
+        one in the same transaction, and call `taken` once that is committed."""
+        execute = self._cursor.execute
+        deleted = execute("DELETE FROM envelopes WHERE seq = ?", (seq,)).rowcount
+        execute("INSERT OR IGNORE INTO acked (id) VALUES (?)", (envelope_id,))
+        if deleted:
+            self._group.on_commit(self._settled_one)
         self._acks += 1
         if self._acks % _PRUNE_EVERY == 0:
             self._db.execute(
                 "DELETE FROM acked WHERE n <= (SELECT MAX(n) FROM acked) - ?", (REMEMBERED,)
             )
+        if take_next is not None:
+            self.take(take_next)
+            if taken is not None:
+                self._group.on_commit(taken)
 
     def bury(self, seq: int, envelope_id: str, recipient: str, reason: str, body: str) -> None:
         """Move an envelope to the dead letters with its reason, keeping an excerpt of its
@@ -286,7 +334,8 @@ class SqliteStore:
             "DELETE FROM dead_letters WHERE n <= (SELECT MAX(n) FROM dead_letters) - ? OR at < ?",
             (self._dead_letter_max, now - self._dead_letter_age),
         )
-        self._counted(settled=deleted)
+        if deleted:
+            self._group.on_commit(self._settled_one)
 
     def dead_letters(self) -> list[tuple[str, str, str]]:
         """Every dead letter as (id, recipient, reason), oldest first."""

@@ -98,6 +98,17 @@ def told(recipient: str, payload: Any, sender: str | None) -> Envelope:
     )
 
 
+def asked(
+    recipient: str, payload: Any, sender: str | None, correlation_id: str, reply_to: str
+) -> Envelope:
+    """`Envelope(recipient, payload, sender, correlation_id=..., reply_to=...)` for an ask,
+    built in one step as `told` builds a tell's: it is on the path of every ask."""
+    return _new_tuple(
+        Envelope,
+        (recipient, payload, sender, correlation_id, reply_to, 1, next(_SEQUENCE), ORIGIN, _now()),
+    )
+
+
 class Delivery(NamedTuple):
     """An envelope handed out by `Mailbox.receive`; ack or nack it exactly once.
 

@@ -2,7 +2,8 @@
 
 Every mailbox of a runtime lives in `<workspace>/.baton/mailboxes.sqlite3` (WAL mode), a
 `SqliteStore`. A message is a row from `send` until `ack`; `receive` marks it in flight and
-counts the delivery, so a message that was in flight when the process died is delivered again
+counts the delivery (or the `ack` before it did, in its own transaction, when the message was
+already waiting), so a message that was in flight when the process died is delivered again
 on the next start, one attempt later, and one that keeps killing the process is dead-lettered
 once it has used `max_attempts` deliveries. Acked ids are remembered (the newest `REMEMBERED`
 of them), so an envelope sent again with the same id is dropped, not handled twice.
@@ -16,6 +17,7 @@ take the last commits.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 
 import anyio
@@ -34,7 +36,36 @@ LARGE_BODY = 64 * 1024
 copying megabytes into the -wal would hold every actor (docs/architecture.md, "What a
 request body may cost")."""
 
+YIELD_EVERY = 0.001
+"""Seconds a consumer with a queue may take messages for before `receive` yields once: a
+yield is a pass of the event loop, several microseconds, a fifth of what a message costs."""
+
 __all__ = ["DATABASE", "REMEMBERED", "SqliteMailbox", "SqliteStore"]
+
+
+class _TakenAhead:
+    """The take of the next waiting message, committed with the ack before it."""
+
+    __slots__ = ("committed", "ended", "seq", "waiter")
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+        self.committed = False
+        self.ended = False  # the ack's transaction is over, committed or not
+        self.waiter: anyio.Event | None = None  # for a receive that comes before the end
+
+    def commit(self) -> None:
+        self.committed = True
+
+    def end(self) -> None:
+        self.ended = True
+        if self.waiter is not None:
+            self.waiter.set()
+
+    async def wait(self) -> None:
+        if not self.ended:
+            self.waiter = anyio.Event()
+            await self.waiter.wait()
 
 
 class SqliteMailbox:
@@ -65,6 +96,8 @@ class SqliteMailbox:
         self._dead_letters = dead_letters
         self._ready: deque[tuple[int, Envelope]] = deque()
         self._large: set[int] = set()  # the stored rows over LARGE_BODY, by seq
+        self._ahead: _TakenAhead | None = None  # the first waiting message, taken already
+        self._yield_at = 0.0  # when `receive` next lets the other tasks run
         self._loaded = False
         self._load_lock = anyio.Lock()
         self._closed = False
@@ -164,10 +197,12 @@ class SqliteMailbox:
     async def receive(self) -> Delivery:
         if not self._loaded:
             await self._ensure_loaded()
-        if self._ready:
-            # The take and the ack commit at once on the event loop (`_group_commit`): one
-            # yield a message, so a long queue never holds the loop for its whole length.
+        if self._ready and time.monotonic() >= self._yield_at:
+            # The take and the ack commit at once on the event loop (`_group_commit`): a
+            # yield every YIELD_EVERY seconds, so a long queue never holds the loop for its
+            # whole length, without the cost of a pass of the loop per message.
             await anyio.lowlevel.checkpoint()
+            self._yield_at = time.monotonic() + YIELD_EVERY
         while not self._ready:
             if self._closed:
                 raise MailboxClosedError(self._name)
@@ -176,6 +211,13 @@ class SqliteMailbox:
             await self._arrived.wait()
         seq, envelope = self._ready.popleft()
         self._room.set()
+        ahead = self._ahead
+        if ahead is not None and ahead.seq == seq:
+            self._ahead = None
+            if not ahead.ended:  # its ack is still committing on the thread (a large row)
+                await ahead.wait()
+            if ahead.committed:
+                return Delivery(envelope, str(seq))
         await self._store.settle(self._store.take, seq, now=True)
         return Delivery(envelope, str(seq))
 
@@ -187,7 +229,23 @@ class SqliteMailbox:
         assert delivery.tag is not None
         seq = int(delivery.tag)
         heavy = seq in self._large
-        await self._store.settle(self._store.ack, seq, delivery.envelope.id, now=True, heavy=heavy)
+        store = self._store
+        if self._ahead is not None or not self._ready or self._closed:
+            await store.settle(store.ack, seq, delivery.envelope.id, now=True, heavy=heavy)
+            self._large.discard(seq)
+            return
+        # The next message waits already: its take commits with this ack, one transaction
+        # for both, and `receive` hands it out without a commit of its own (docs/
+        # architecture.md, "The SQLite mailbox on the event loop").
+        ahead = self._ahead = _TakenAhead(self._ready[0][0])
+        try:
+            await store.settle(
+                store.ack, seq, delivery.envelope.id, ahead.seq, ahead.commit, now=True, heavy=heavy
+            )
+        finally:
+            if not ahead.committed and self._ahead is ahead:
+                self._ahead = None
+            ahead.end()
         self._large.discard(seq)
 
     async def nack(self, delivery: Delivery, *, requeue: bool, reason: str) -> None:
@@ -213,6 +271,11 @@ class SqliteMailbox:
         # What is still queued stays stored: the next start of this actor delivers it.
         self._closed = True
         self._ready.clear()
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            # Taken with the last ack, never handed out: not a delivery. Undone with the
+            # next batch (at the latest as the store closes); a kill first leaves it counted.
+            self._store.later(self._store.untake, ahead.seq)
         self._arrived.set()
         self._room.set()
         return []

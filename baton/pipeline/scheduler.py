@@ -5,12 +5,18 @@ Per scenario: designing → awaiting_approval → executing → returned_to_init
 completed | failed | stopped, persisted after every transition. Before each dispatch the
 Scheduler's own model writes the task summary the agent reads first; those calls run in the
 scenario's conversation of the Scheduler, so its context has a budget and compacts too.
+
+The Scheduler is keyed by scenario (docs/handoffs.md, "Delivery and the Scheduler"): each
+scenario's messages are handled one at a time, in order, and the scenarios side by side, so
+one scenario's task summary holds up no other. The queries have a key of their own and read
+`records`, which holds each scenario's record as last saved: a transition works on a copy,
+published once it is saved.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +147,21 @@ class SchedulerActor(Actor):
             memory=memory,
             changed=self._changed,
         )
+        # Each scenario's record as last saved (or, for a `waiting` note, last shown): what
+        # every query reads while a transition works on its own copy (`_draft`).
         self.records: dict[str, ScenarioRecord] = {}
         self._interrupted: set[str] = set()  # active when this Scheduler started
+        # One key more than configured: room for the queries' key beside the scenarios', so
+        # that `baton status` does not wait for a task summary (docs/handoffs.md, "Delivery
+        # and the Scheduler").
+        self.actor_max_concurrent_keys = setup.config.max_concurrent_keys + 1
+
+    def actor_key(self, message: object) -> Hashable | None:
+        """The scenario the message is about; None, the queries' key, for a query."""
+        if isinstance(message, ScenarioQuery | DamagedQuery):
+            return None
+        scenario = getattr(message, "scenario", None)
+        return scenario if isinstance(scenario, str) else None
 
     async def on_start(self) -> None:
         # A task summary a crash interrupted is finished when the request that asked for it
@@ -185,7 +204,8 @@ class SchedulerActor(Actor):
             if existing is not None:
                 return self._state(existing)
         if existing is not None and existing.resume_phase is not None:
-            return await self._resume(existing, await self._scenario_config(message))
+            config = await self._scenario_config(message)
+            return await self._resume(self._draft(existing), config)
         damage = await self.store.damage(message.scenario)
         if damage is not None:
             raise damage
@@ -299,6 +319,7 @@ class SchedulerActor(Actor):
         if message.handoff_id in record.applied_handoffs:
             self._dropped_duplicate(record, message)
             return
+        record = self._draft(record)
         record.applied_handoffs.append(message.handoff_id)
         record.nudges = 0
         record.waiting = None
@@ -329,6 +350,7 @@ class SchedulerActor(Actor):
         ):
             log.info("scheduler.stale_round_end", source=message.source, scenario=message.scenario)
             return
+        record = self._draft(record)
         record.waiting = None
         last_words = " ".join(message.text.split())[:300] or "(no text)"
         if record.nudges >= MAX_NUDGES:
@@ -382,11 +404,15 @@ class SchedulerActor(Actor):
         await self._finish(record, "failed", reason)
 
     def _changed(self, record: ScenarioRecord) -> None:
+        """The record was saved (or its `waiting` note changed): publish it to the queries,
+        and tell the host."""
+        self.records[record.scenario] = record
         if self.on_changed is not None:
             self.on_changed(self._state(record))
 
     def _waiting_on(self, scenario: str, conversation: str, source: str) -> ScenarioRecord | None:
-        """The scenario's record if this run of it is waiting on `source`, else None."""
+        """A draft of the scenario's record if this run of it is waiting on `source`, else
+        None."""
         record = self.records.get(scenario)
         if (
             record is None
@@ -394,7 +420,14 @@ class SchedulerActor(Actor):
             or _WAITING_ON.get(record.phase) != source
         ):
             return None
-        return record
+        return self._draft(record)
+
+    @staticmethod
+    def _draft(record: ScenarioRecord) -> ScenarioRecord:
+        """A copy of a scenario's record for a transition to change; published (`_changed`)
+        once saved, so a query never shows a state a crash would undo, and a handler that
+        fails leaves the last saved one."""
+        return record.model_copy(deep=True)
 
     def _dropped_duplicate(self, record: ScenarioRecord, message: HandoffDelivered) -> None:
         """A handoff id applied before is dropped. Normally the scenario has moved on (a crash
@@ -407,6 +440,7 @@ class SchedulerActor(Actor):
         ):
             log.info("scheduler.duplicate_handoff", handoff_id=message.handoff_id)
             return
+        record = self._draft(record)
         record.waiting = (
             f"waiting: {message.source} handed off {message.handoff_id!r} again, which was "
             f"applied before, so it was dropped and nothing moves; if {message.source}'s "
@@ -420,6 +454,7 @@ class SchedulerActor(Actor):
             waiting_on=message.source,
             hint=record.waiting,
         )
+        self.records[record.scenario] = record  # a note for people, not a transition: unsaved
 
     async def _on_design(
         self, record: ScenarioRecord, handoff_id: str, package: InitToExecuteContext
@@ -608,7 +643,7 @@ class SchedulerActor(Actor):
                 reason=f"scenario {scenario!r} has no handoff awaiting approval "
                 f"(it is {record.phase})",
             )
-        return record
+        return self._draft(record)
 
     async def _scenario_config(self, message: StartScenario) -> ScenarioConfig:
         """The scenario's checked `scenario.toml`; without one, defaults and the requirement

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Hashable
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -38,29 +39,50 @@ class ActorState(StrEnum):
 
 
 class PendingAsk:
-    """The asker's side of one ask: resolved once, by a reply or an error."""
+    """The asker's side of one ask: resolved once, by a reply, an error or its deadline.
 
-    __slots__ = ("error", "event", "value")
+    It wakes the asker through a bare asyncio future, which also carries the reply: an
+    `anyio.Event` wraps one in an `asyncio.Event` and its waiter list, costs that every ask
+    paid (`bench/mailbox.py`, `ask-out`). The runtime runs on asyncio (`baton.server.cli`
+    starts it so), as its Redis backend must. The future is cancelled when its asker is;
+    then nothing settles it any more.
+    """
 
-    def __init__(self, event: anyio.Event) -> None:
-        self.event = event
-        self.value: Any = None
+    __slots__ = ("error", "waiter")
+
+    def __init__(self, waiter: asyncio.Future[Any]) -> None:
+        # Its result is the reply, or `EXPIRED`; None with `error` set when the ask failed.
+        self.waiter = waiter
         self.error: BaseException | None = None
 
+    @property
+    def settled(self) -> bool:
+        """Whether a reply or an error arrived (a waiter cancelled with its asker did not)."""
+        waiter = self.waiter
+        return waiter.done() and not waiter.cancelled()
+
     def resolve(self, value: Any) -> None:
-        if not self.event.is_set():
-            self.value = value
-            self.event.set()
+        if not self.waiter.done():
+            self.waiter.set_result(value)
 
     def fail(self, error: BaseException) -> None:
-        if not self.event.is_set():
+        if not self.waiter.done():
             self.error = error
-            self.event.set()
+            self.waiter.set_result(None)
+
+    def expire(self) -> None:
+        """The ask's deadline passed first: the asker raises `AskTimeoutError`."""
+        if not self.waiter.done():
+            self.waiter.set_result(EXPIRED)
 
     def outcome(self) -> Any:
         if self.error is not None:
             raise self.error
-        return self.value
+        return self.waiter.result()
+
+
+# What a `PendingAsk` whose deadline passed before its answer came holds.
+EXPIRED: Any = object()
 
 
 # Where an ask's outcome goes when the asker is not in this process (envelope, value, error).
@@ -229,8 +251,13 @@ class ActorCell:
                 self.handled += 1
                 if self._failing:
                     self._recovered()
-                if envelope.correlation_id is not None:
-                    self._settle(envelope, value=result)
+                correlation_id = envelope.correlation_id
+                if correlation_id is not None:
+                    pending = self.pending.pop(correlation_id, None)
+                    if pending is not None:  # `_settle`, for an asker in this process
+                        pending.resolve(result)
+                    else:
+                        self._settle(envelope, value=result)
                 break
 
     async def _keyed_loop(self, first: Actor, limit: int) -> None:

@@ -18,6 +18,7 @@ class FullDisk:
         self._db = store._db
         self.on = False
         store._db = self  # type: ignore[assignment]
+        store._cursor = self  # type: ignore[assignment]  # the statements' shared cursor
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
         if self.on and not sql.lstrip().upper().startswith(("SELECT", "PRAGMA")):

@@ -256,3 +256,37 @@ async def test_a_large_envelope_is_written_and_acked_off_the_event_loop(tmp_path
         small = {name: loop_thread in ids for name, ids in threads.items()}
     assert {"insert": False, "take": True, "ack": False} == large
     assert {"insert": True, "take": True, "ack": True} == small
+
+
+async def test_a_message_taken_with_an_ack_waits_for_that_ack_to_commit(tmp_path: Path) -> None:
+    """An ack that finds the database locked commits, on the worker thread, the next
+    message's take with it: a receive meanwhile hands that message out only once the
+    transaction is committed, and without a take of its own."""
+    path = tmp_path / "a.sqlite3"
+    async with SqliteStore.open(path) as store:
+        box = SqliteMailbox("box", store, CODEC, capacity=8)
+        await box.send(Envelope("box", Ping(n=1)))
+        await box.send(Envelope("box", Ping(n=2)))
+        first = await box.receive()
+        before = store.batches
+        holder = _locked_by_another_connection(path)
+        received: list[int] = []
+
+        async def receive() -> None:
+            received.append((await box.receive()).envelope.payload.n)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(box.ack, first)
+            await wait_all_tasks_blocked()  # the ack's batch waits for the lock, on the thread
+            tasks.start_soon(receive)
+            await wait_all_tasks_blocked()
+            while_locked = list(received)
+            holder.execute("ROLLBACK")
+        holder.close()
+        used = store.batches - before
+        row = await store.run(
+            lambda: store._db.execute("SELECT in_flight, deliveries FROM envelopes").fetchall()
+        )
+    assert ([], [2]) == (while_locked, received)
+    # Taken once, in one transaction: the ack's, on the thread (no take of the receive's own).
+    assert ([(1, 1)], 1, 1) == (row, used, store._group.waited)

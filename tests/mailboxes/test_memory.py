@@ -1,16 +1,20 @@
 """MemoryMailbox's own ways (the rules every mailbox keeps are in `test_contract.py`): the very
-object sent is handed over, `receive_nowait` is its fast path, and `drain_nowait` hands back
-what the stopped actor left."""
+object sent is handed over, `receive_nowait` is its fast path, `drain_nowait` hands back
+what the stopped actor left, and a receiver cancelled while it waits takes nothing with it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
 from anyio.lowlevel import checkpoint
 
 from baton.mailboxes import Envelope, MemoryMailbox
+from baton.mailboxes.errors import MailboxClosedError
 
 Boxes = Callable[..., MemoryMailbox]
 
@@ -72,3 +76,40 @@ async def test_drain_nowait_returns_requeued_then_queued(
     await checkpoint()
     assert [0, 1, 2] == [e.payload for e in box.drain_nowait()]
     assert 0 == box.depth()
+
+
+async def test_a_receiver_cancelled_after_its_wake_up_passes_the_envelope_on(
+    boxes: Boxes,
+) -> None:
+    """A waiting receiver cancelled after a send woke it, before it ran, leaves the envelope
+    to the next waiting receiver instead of taking it to its grave."""
+    box = boxes(capacity=8)
+    first = asyncio.create_task(box.receive())
+    second = asyncio.create_task(box.receive())
+    await wait_all_tasks_blocked()
+    box.send_nowait(env(1))  # wakes `first`, the oldest waiter
+    first.cancel()
+    with anyio.fail_after(5):
+        delivered = await second
+    assert 1 == delivered.envelope.payload
+    with pytest.raises(asyncio.CancelledError):
+        await first
+
+
+async def test_a_receiver_cancelled_while_it_waits_leaves_nothing_behind(boxes: Boxes) -> None:
+    """A receive cancelled while the mailbox is empty leaves no waiter: the next envelope goes
+    to the next receive, and a later close still ends that one."""
+    box = boxes(capacity=8)
+    gone = asyncio.create_task(box.receive())
+    await wait_all_tasks_blocked()
+    gone.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await gone
+    box.send_nowait(env(1))
+    with anyio.fail_after(5):
+        assert 1 == (await box.receive()).envelope.payload
+        waiting = asyncio.create_task(box.receive())
+        await wait_all_tasks_blocked()
+        await box.close()
+        with pytest.raises(MailboxClosedError):
+            await waiting

@@ -131,3 +131,53 @@ async def test_a_workspace_runtime_keeps_what_it_did_not_finish_for_the_next_sta
             while len(Counter.seen) < 2:
                 await wait_all_tasks_blocked()
     assert [(1, 2), (2, 1)] == Counter.seen
+
+
+def _taken(db: Path) -> dict[int, tuple[int, int]]:
+    """Each stored row's (in_flight, deliveries), by seq, as another connection sees them."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT seq, in_flight, deliveries FROM envelopes").fetchall()
+    conn.close()
+    return {seq: (in_flight, deliveries) for seq, in_flight, deliveries in rows}
+
+
+async def test_a_backlog_is_drained_in_one_transaction_a_message(tmp_path: Path) -> None:
+    """With messages waiting, each ack commits the next message's take with it: 20 messages
+    received and acked take 21 transactions (the first take alone), each delivered once."""
+    async with process(tmp_path / "m.sqlite3") as open_box:
+        box = await open_box(capacity=32)
+        for n in range(20):
+            await box.send(ping(n))
+        store = box._store
+        before = store.batches
+        delivered = []
+        for _ in range(20):
+            delivery = await box.receive()
+            delivered.append((delivery.envelope.payload.n, delivery.envelope.attempt))
+            await box.ack(delivery)
+        used = store.batches - before
+        left = await store.run(store.pending)
+    assert [(n, 1) for n in range(20)] == delivered
+    assert (21, 0) == (used, left)
+
+
+async def test_a_message_taken_with_an_ack_is_given_back_when_the_mailbox_stops(
+    tmp_path: Path,
+) -> None:
+    """The message behind an acked one is taken in the ack's transaction; stopped before it
+    was handed out, the mailbox gives that take back, so the next start delivers it as its
+    first attempt."""
+    db = tmp_path / "m.sqlite3"
+    async with process(db) as open_box:
+        box = await open_box()
+        for n in range(3):
+            await box.send(ping(n))
+        first = await box.receive()
+        await box.ack(first)
+        taken_with_the_ack = _taken(db)
+        box.drain_nowait()  # the actor stops
+    async with process(db) as open_box:
+        box = await open_box()
+        again = [await box.receive() for _ in range(2)]
+    assert {2: (1, 1), 3: (0, 0)} == taken_with_the_ack
+    assert [(1, 1), (2, 1)] == [(d.envelope.payload.n, d.envelope.attempt) for d in again]

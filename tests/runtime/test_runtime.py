@@ -248,6 +248,68 @@ async def test_ask_timeout_then_the_late_reply_is_dropped() -> None:
     assert [("a", 1), ("a", 2)] == seen
 
 
+async def test_an_ask_times_out_while_it_waits_for_room_and_sends_nothing() -> None:
+    """The deadline covers the wait for room in a full mailbox: the ask raises
+    AskTimeoutError, its message never reaches the actor, and nothing is left pending."""
+    gate = anyio.Event()
+    seen: list[tuple[str, int]] = []
+    async with Runtime.open() as rt:
+        await rt.spawn("rec", Recorder, seen, gate, mailbox_capacity=1)
+        rt.tell_nowait("rec", Note(sender="a", n=1))
+        await wait_all_tasks_blocked()  # the actor holds n=1 at the gate
+        rt.tell_nowait("rec", Note(sender="a", n=2))  # and the mailbox is full
+        with pytest.raises(AskTimeoutError):
+            await rt.ask("rec", Note(sender="a", n=3), timeout=0.01)
+        assert {} == rt._cells["rec"].pending
+        gate.set()
+        assert 4 == await rt.ask("rec", Note(sender="a", n=4), timeout=5)
+    assert [("a", 1), ("a", 2), ("a", 4)] == seen
+
+
+async def test_an_ask_of_a_durable_mailbox_times_out_and_its_late_reply_is_dropped(
+    tmp_path: Path,
+) -> None:
+    """On a durable mailbox (the send goes through a worker thread) a timed-out ask raises
+    AskTimeoutError too; the message is still handled, and its reply goes nowhere."""
+    gate = anyio.Event()
+    seen: list[tuple[str, int]] = []
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("rec", Recorder, seen, gate)
+        with pytest.raises(AskTimeoutError):
+            await rt.ask("rec", Note(sender="a", n=1), timeout=0.05)
+        assert {} == rt._cells["rec"].pending
+        gate.set()
+        assert 2 == await rt.ask("rec", Note(sender="a", n=2), timeout=5)
+    assert [("a", 1), ("a", 2)] == seen
+
+
+async def test_a_cancelled_asker_leaves_nothing_pending_and_its_reply_is_dropped() -> None:
+    """An ask with a timeout whose caller is cancelled while it waits ends in the
+    cancellation, leaves no pending entry, and the actor's late reply goes nowhere."""
+    gate = anyio.Event()
+    seen: list[tuple[str, int]] = []
+    outcome: list[str] = []
+    async with Runtime.open() as rt:
+        await rt.spawn("rec", Recorder, seen, gate)
+
+        async def asker() -> None:
+            try:
+                await rt.ask("rec", Note(sender="a", n=1), timeout=5)
+            except BaseException as exc:
+                outcome.append(type(exc).__name__)
+                raise
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(asker)
+            await wait_all_tasks_blocked()
+            tg.cancel_scope.cancel()
+        assert {} == rt._cells["rec"].pending
+        gate.set()
+        assert 2 == await rt.ask("rec", Note(sender="a", n=2), timeout=5)
+    assert ["CancelledError"] == outcome
+    assert [("a", 1), ("a", 2)] == seen
+
+
 async def test_shutdown_drains_queued_messages_then_calls_on_stop() -> None:
     """Leaving the runtime block handles everything already queued, then runs on_stop once."""
     events: list[str] = []
