@@ -65,27 +65,33 @@ def with_latency(summary_delay: float, turn_delay: float, rng: random.Random) ->
     OfflineModel.answers_at_once = False
 
 
+async def run_shipped(ws: Path, config: str = "") -> tuple[list[dict[str, Any]], float]:
+    """Run the shipped scenario to its end in the empty folder `ws` with `config` as its
+    baton.toml: its token-log lines, and the seconds from the runtime's start to the end."""
+    folder = ws / "scenarios" / SHIPPED
+    folder.mkdir(parents=True)
+    for file in ("offline_script.json", "scenario.toml"):
+        (folder / file).write_bytes((ROOT / "scenarios" / SHIPPED / file).read_bytes())
+    (ws / "baton.toml").write_text(config)
+    started = time.perf_counter()
+    async with Runtime.open(ws) as rt, open_pipeline(rt, environ={}):
+        await rt.ask("scheduler", StartScenario(scenario=SHIPPED, auto_approve=True))
+        while True:
+            state = await rt.ask("scheduler", ScenarioQuery(scenario=SHIPPED))
+            assert isinstance(state, ScenarioState)
+            if state.phase in ("completed", "failed"):
+                break
+            await anyio.sleep(0.05)  # a benchmark's poll: 50 ms is its resolution
+    elapsed = time.perf_counter() - started
+    assert state.phase == "completed", state
+    return read_token_log(ws), elapsed
+
+
 async def run(config: str) -> dict[str, Any]:
     SUMMARY_CALLS.clear()
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
-        folder = ws / "scenarios" / SHIPPED
-        folder.mkdir(parents=True)
-        for file in ("offline_script.json", "scenario.toml"):
-            (folder / file).write_bytes((ROOT / "scenarios" / SHIPPED / file).read_bytes())
-        (ws / "baton.toml").write_text(config)
-        started = time.perf_counter()
-        async with Runtime.open(ws) as rt, open_pipeline(rt, environ={}):
-            await rt.ask("scheduler", StartScenario(scenario=SHIPPED, auto_approve=True))
-            while True:
-                state = await rt.ask("scheduler", ScenarioQuery(scenario=SHIPPED))
-                assert isinstance(state, ScenarioState)
-                if state.phase in ("completed", "failed"):
-                    break
-                await anyio.sleep(0.05)  # a benchmark's poll: 50 ms is its resolution
-        elapsed = time.perf_counter() - started
-        assert state.phase == "completed", state
-        lines = read_token_log(ws)
+        lines, elapsed = await run_shipped(ws, config)
     summaries = list(SUMMARY_CALLS)
     compacted = [r for r in lines if r.get("event") == "context.compacted"]
     waited = sum(r["waited_ms"] for r in compacted)

@@ -84,9 +84,9 @@ def load_helper(name: str) -> ModuleType:
 
 class DelayedOffline(OfflineModel):
     """The offline scripted model, answering every Init and Execute call after a fixed delay
-    and recording when. The Scheduler's task summaries are answered at once: it handles one
-    event at a time (its summary call inside the handler), so a delay there would measure the
-    one Scheduler, not the workers this benchmark adds."""
+    and recording when. The Scheduler's task summaries are answered at once: they are made
+    in the Scheduler's own process, which this benchmark does not add more of (the Scheduler
+    under many scenarios is `bench/scenarios.py`'s figure)."""
 
     def __init__(self, workspace: Path, delay: float) -> None:
         super().__init__(workspace)

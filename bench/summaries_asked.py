@@ -24,13 +24,7 @@ from pathlib import Path
 
 import anyio
 import structlog
-from compaction_latency import ROOT, SHIPPED, with_latency
-
-from baton import Runtime
-from baton.pipeline.host import open_pipeline
-from baton.pipeline.messages import ScenarioQuery, StartScenario
-from baton.pipeline.scenario_state import ScenarioState
-from baton.testing import read_token_log
+from compaction_latency import run_shipped, with_latency
 
 AGENTS = ("init", "execute")
 
@@ -38,21 +32,7 @@ AGENTS = ("init", "execute")
 async def run() -> tuple[Counter[str], Counter[str]]:
     """One run of the shipped scenario: summaries asked and compactions applied, per agent."""
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Path(tmp)
-        folder = ws / "scenarios" / SHIPPED
-        folder.mkdir(parents=True)
-        for file in ("offline_script.json", "scenario.toml"):
-            (folder / file).write_bytes((ROOT / "scenarios" / SHIPPED / file).read_bytes())
-        async with Runtime.open(ws) as rt, open_pipeline(rt, environ={}):
-            await rt.ask("scheduler", StartScenario(scenario=SHIPPED, auto_approve=True))
-            while True:
-                state = await rt.ask("scheduler", ScenarioQuery(scenario=SHIPPED))
-                assert isinstance(state, ScenarioState)
-                if state.phase in ("completed", "failed"):
-                    break
-                await anyio.sleep(0.05)  # a benchmark's poll: 50 ms is its resolution
-        assert state.phase == "completed", state
-        lines = read_token_log(ws)
+        lines, _ = await run_shipped(Path(tmp))
     asked = Counter(
         str(r.get("actor"))
         for r in lines
