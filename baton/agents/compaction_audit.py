@@ -24,7 +24,7 @@ from baton.agents.last_compaction import AuditHeader, DroppedSteps, audit_path
 from baton.context.ledger import KeyFact
 from baton.context.records import Compaction
 from baton.context.steps import Step
-from baton.storage.local import LocalStorage
+from baton.storage.local import remote_store
 from baton.storage.protocol import Storage
 
 
@@ -88,8 +88,9 @@ async def write_audit(
     nothing in its own folder (docs/storage.md, "A worker's own directory")."""
     relative = audit_path(audit.actor, audit.conversation, audit.compaction)
     data = json.dumps(audit.model_dump(mode="json"), ensure_ascii=False, indent=2).encode()
-    if storage is not None and not isinstance(storage, LocalStorage):
-        await storage.write(relative.as_posix(), data)
+    remote = remote_store(storage)
+    if remote is not None:
+        await remote.write(relative.as_posix(), data)
     else:
         await write_atomic(workspace / relative, data, private=True)
     return relative.as_posix()

@@ -18,7 +18,7 @@ from baton._regular_files import read_regular
 from baton._write_rules import SCENARIOS_DIR
 from baton.errors import ConfigError
 from baton.storage.bounded import read_bounded
-from baton.storage.local import LocalStorage
+from baton.storage.local import remote_store
 from baton.storage.protocol import Storage
 
 PROMPTS_DIR = "prompts"
@@ -86,11 +86,12 @@ async def read_scenario_prompt(
     """`scenario_prompt`, from the workspace folder, or from a remote store (the object the
     scenario's submit stored there: docs/storage.md, "Scenario inputs"), judged the same:
     within `MAX_PROMPT_BYTES`, UTF-8, a `ConfigError` naming its key."""
-    if storage is None or isinstance(storage, LocalStorage):
+    remote = remote_store(storage)
+    if remote is None:
         return await anyio.to_thread.run_sync(scenario_prompt, workspace, scenario, role)
     key = Path(SCENARIOS_DIR, scenario, PROMPTS_DIR, f"{role}.md").as_posix()
     try:
-        data = await read_bounded(storage, key, MAX_PROMPT_BYTES)
+        data = await read_bounded(remote, key, MAX_PROMPT_BYTES)
     except ValueError as exc:
         raise _refuse(key, key, str(exc)) from None
     return None if data is None else _text(data, key, key)

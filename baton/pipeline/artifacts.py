@@ -54,7 +54,7 @@ from baton.pipeline._artifact_models import (
 from baton.pipeline.scenario_names import check_scenario_name
 from baton.storage.errors import ObjectNotFoundError, StoragePathError
 from baton.storage.keys import check_key
-from baton.storage.local import LocalStorage
+from baton.storage.local import remote_store
 
 if TYPE_CHECKING:
     from baton.storage.protocol import Storage
@@ -204,13 +204,6 @@ class IterationLayout:
     def relative(self, path: PurePosixPath) -> str:
         """`path` relative to the iteration directory, as `ExecuteToInitContext` wants it."""
         return path.relative_to(self.directory).as_posix()
-
-
-def remote_store(storage: Storage | None) -> Storage | None:
-    """`storage` when it is not the workspace folder (a bucket), else None: the workspace's
-    files are then read and written as they always were (docs/storage.md, "What is stored
-    where")."""
-    return None if storage is None or isinstance(storage, LocalStorage) else storage
 
 
 class ArtifactStore:

@@ -33,7 +33,6 @@ from baton.models.check import AgentModel, check_agent_models
 from baton.models.protocol import Model
 from baton.models.recording import RecordingModel
 from baton.models.retry import ModelRetry
-from baton.pipeline.artifacts import remote_store
 from baton.pipeline.config import BatonConfig
 from baton.pipeline.errors import NoScenarioModelError, RecordingNeedsKeyError
 from baton.pipeline.memory_config import pipeline_memory
@@ -47,6 +46,7 @@ from baton.pipeline.scheduler_memory import SchedulerMemory
 from baton.pipeline.spend import SpendLedger, load_spend
 from baton.runtime.runtime import Runtime
 from baton.runtime.settings import redact_url
+from baton.storage.local import remote_store
 from baton.storage.url import open_storage
 
 if TYPE_CHECKING:

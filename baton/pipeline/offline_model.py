@@ -47,10 +47,11 @@ from baton.pipeline.scenario import (
     scenario_dir,
     scenario_from_bytes,
 )
-from baton.pipeline.scenario_inputs import is_remote, scenario_key
+from baton.pipeline.scenario_inputs import scenario_key
 from baton.pipeline.scenario_names import check_scenario_name
 from baton.runtime.settings import MAX_CONFIG_BYTES
 from baton.storage.bounded import read_bounded
+from baton.storage.local import remote_store
 from baton.storage.protocol import Storage
 
 log = get_logger(__name__)
@@ -106,7 +107,7 @@ class OfflineModel:
         self._workspace = workspace
         # A remote store: the scenario's recording, scenario.toml and script are read from it,
         # as its submit stored them (docs/storage.md, "Scenario inputs"), not from this disk.
-        self._storage = storage if is_remote(storage) else None
+        self._storage = remote_store(storage)
         self._context_window = context_window
         self._default = self._scripted(None)
         self._by_scenario: dict[str, ScriptedModel | ReplayModel] = {}

@@ -26,7 +26,6 @@ from baton.models.recording import MAX_RECORDING_BYTES
 from baton.pipeline.errors import ScenarioInputsError
 from baton.pipeline.run_archive import RUN_OUTPUTS
 from baton.storage._atomic_file import is_write_leftover
-from baton.storage.local import LocalStorage
 from baton.storage.protocol import Storage
 
 log = get_logger(__name__)
@@ -36,11 +35,6 @@ MAX_INPUT_BYTES = MAX_RECORDING_BYTES
 largest input a scenario needs, its recording, has the same limit)."""
 
 _NOT_INPUTS = frozenset((*RUN_OUTPUTS, RUNS_DIR))
-
-
-def is_remote(storage: Storage | None) -> bool:
-    """Whether `storage` is a store other than the workspace folder (docs/storage.md)."""
-    return storage is not None and not isinstance(storage, LocalStorage)
 
 
 def scenario_key(scenario: str, *parts: str) -> str:

@@ -68,7 +68,7 @@ from baton.pipeline.scenario import (
     scenario_dir,
 )
 from baton.pipeline.scenario_damage import DamagedQuery, DamagedScenario
-from baton.pipeline.scenario_inputs import is_remote, upload_inputs
+from baton.pipeline.scenario_inputs import upload_inputs
 from baton.pipeline.scenario_state import ScenarioRefused, ScenarioState
 from baton.pipeline.scenario_store import FileScenarioStore, ScenarioStore
 from baton.pipeline.scheduler_memory import SchedulerMemory, iteration_finding
@@ -76,6 +76,7 @@ from baton.pipeline.scheduling_policy import Decision, decide
 from baton.pipeline.spend import SpendLedger
 from baton.pipeline.work_orders import WorkOrders
 from baton.runtime.actor import Actor, handler
+from baton.storage.local import remote_store
 
 log = get_logger(__name__)
 
@@ -214,12 +215,11 @@ class SchedulerActor(Actor):
             self.spend.check_scenario_counted(config, message.scenario)
         if self.check_model is not None:
             await anyio.to_thread.run_sync(self.check_model, message.scenario)
-        storage = self.setup.storage
-        if is_remote(storage):
+        storage = remote_store(self.setup.storage)
+        if storage is not None:
             # The run's inputs, as they are now, for the processes that read them from the
             # store; refused here, the submit starts nothing (docs/storage.md, "Scenario
             # inputs").
-            assert storage is not None
             await upload_inputs(storage, self.workspace, message.scenario)
         if message.auto_approve is not None:
             config = config.model_copy(update={"auto_approve": message.auto_approve})

@@ -25,7 +25,7 @@ from baton.errors import write_failure
 from baton.storage._atomic_file import is_write_leftover, write_at
 from baton.storage.errors import ObjectNotFoundError, StorageFailure
 from baton.storage.keys import check_key, check_prefix, is_key, join_key
-from baton.storage.protocol import Listing, ObjectInfo
+from baton.storage.protocol import Listing, ObjectInfo, Storage
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # O_NONBLOCK: a named pipe where a folder or a file was expected fails or is refused at
@@ -296,3 +296,10 @@ class LocalStorage:
             ) from None
         if not stat.S_ISDIR(info.st_mode):
             raise StorageFailure(f"storage folder {self.url} is not a folder — check the path")
+
+
+def remote_store(storage: Storage | None) -> Storage | None:
+    """`storage` when it is not the workspace folder (a bucket), else None: the workspace's
+    files are then read and written as they always were (docs/storage.md, "What is stored
+    where")."""
+    return None if storage is None or isinstance(storage, LocalStorage) else storage

@@ -17,7 +17,7 @@ from baton.agents.errors import SandboxViolationError
 from baton.agents.tools._sandbox import Sandbox
 from baton.storage.errors import ObjectNotFoundError, StoragePathError
 from baton.storage.keys import check_key, join_key
-from baton.storage.local import LocalStorage
+from baton.storage.local import remote_store
 from baton.storage.protocol import Listing, Storage
 
 
@@ -25,9 +25,8 @@ def stored_files(sandbox: Sandbox, storage: Storage | None) -> StoredFiles | Non
     """The remote store's files under `sandbox`'s rules, or None when the files are the
     workspace folder (no store, or a `LocalStorage`): the tools then walk it as they always
     have (docs/handoffs.md, "Sandbox")."""
-    if storage is None or isinstance(storage, LocalStorage):
-        return None
-    return StoredFiles(sandbox, storage)
+    remote = remote_store(storage)
+    return None if remote is None else StoredFiles(sandbox, remote)
 
 
 @dataclass(frozen=True)
