@@ -1,14 +1,23 @@
 """How many key facts survive forgetful compactions, per strategy and kind of fact.
 
-Run: .venv/bin/python bench/ledger_survival.py [--baseline] [--reads N]
+Run: .venv/bin/python bench/ledger_survival.py [--baseline] [--reads N] [--seeds N]
+                                               [--per-kind N]
 
 Init (offline scripted model, real agent loop, journal and tools) gets a work order with an
 execute_to_init package and a ticket id in its task, reads a file naming a sample id, writes
 its design and hands off; a second work order then reads a large file N times, so the
 conversation compacts about once per read, every summary forgetting everything (a valid
 summary with empty sections, or text with no JSON for the fallback). Every turn request
-after the first compaction is searched for each fact verbatim; the table gives the share
-found per kind of fact (docs/context.md, "Key-fact ledger").
+after the first compaction is searched for each fact verbatim (docs/context.md, "Key-fact
+ledger").
+
+Two tables. The registered facts: the share found per kind of fact the runtime registers by
+name (package paths and ids, dispatch ids, written paths, a configured pattern's ids). The
+held-out probe (`_fact_probe.py`): per seed, facts of every kind the built-in patterns look
+for (ids, hashes, dates and times, UTC offsets, paths, URLs, emails, amounts), written into
+the first work order's text and two files Init reads, never registered by name; `present`
+is the share of (fact, request) pairs found, `every` the share of facts found in every
+request after every compaction, over all seeds.
 
 `--baseline` switches off what the ledger registers and shows beyond the handoff tool's
 and Write's paths (work-order ids and package facts, pattern ids, sliding_window's ledger
@@ -21,10 +30,12 @@ import argparse
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+from _fact_probe import KINDS, Probe, make_probe
 
 from baton import Runtime
 from baton.agents import agent_loop as agent_loop_module
@@ -61,6 +72,12 @@ FACTS: dict[str, list[str]] = {
     "id in a user message": ["TICKET-4711"],
     "id in a tool result": ["BS_MT_042"],
 }
+STRATEGIES = (
+    ("summarize", "forgetful"),
+    ("summarize", "not_json"),
+    ("sliding_window", "forgetful"),
+    ("extract_state", "forgetful"),
+)
 
 
 class _Scheduler(Actor):
@@ -75,6 +92,17 @@ class _Scheduler(Actor):
         """Nor with this."""
 
 
+@dataclass
+class Outcome:
+    """One run: its compactions and the requests after the first, per fact how many of those
+    it was in and how many it was due in, and every value its patterns registered."""
+
+    compactions: int
+    requests: int
+    found: dict[str, tuple[int, int]]
+    by_pattern: list[str]
+
+
 def _package() -> ExecuteToInitContext:
     return ExecuteToInitContext(
         timestamp="2026-11-23T10:00:00Z",
@@ -87,7 +115,7 @@ def _package() -> ExecuteToInitContext:
     )
 
 
-def _model(reads: int, summary: str) -> ScriptedModel:
+def _model(reads: int, summary: str, probe_files: list[str]) -> ScriptedModel:
     def tool(name: str, **args: Any) -> dict[str, Any]:
         return {"tool_use": {"name": name, "input": args}}
 
@@ -96,6 +124,7 @@ def _model(reads: int, summary: str) -> ScriptedModel:
     )
     turns: list[Any] = [
         tool("Read", path="scenarios/leave/notes.txt"),
+        *[tool("Read", path=f"scenarios/leave/{name}") for name in probe_files],
         {
             "tool_use": [
                 tool("Write", path=p, content="x: 1\n")["tool_use"] for p in DESIGN.values()
@@ -110,14 +139,16 @@ def _model(reads: int, summary: str) -> ScriptedModel:
     return ScriptedModel(Script.model_validate({"actors": {"init": actor}}))
 
 
-async def _run(strategy: str, summary: str, reads: int) -> tuple[int, int, dict[str, float]]:
+async def _run(strategy: str, summary: str, reads: int, probe: Probe) -> Outcome:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         leave = workspace / "scenarios" / "leave"
         leave.mkdir(parents=True)
         (leave / "notes.txt").write_text("BS_MT_042 failed the balance checker\n")
+        for name, text in probe.files.items():
+            (leave / name).write_text(text)
         (leave / "big.txt").write_text("\n".join(f"row {n}: {'y' * 90}" for n in range(300)))
-        model = _model(reads, summary)
+        model = _model(reads, summary, list(probe.files))
         config = AgentConfig.model_validate(
             {
                 "model": "claude-opus-4-5",
@@ -125,6 +156,8 @@ async def _run(strategy: str, summary: str, reads: int) -> tuple[int, int, dict[
                 "compact_threshold": 6_000,
                 "keep_recent_steps": 2,
                 "max_output_tokens": 1_000,
+                # Every read of the large file arrives whole: one compaction per read.
+                "load_budget_tokens": 1_000_000,
                 "strategy": strategy,
                 "fact_patterns": [r"TICKET-\d+"],
             }
@@ -141,7 +174,8 @@ async def _run(strategy: str, summary: str, reads: int) -> tuple[int, int, dict[
             )
             await rt.spawn("init", InitActor, setup)
             with capture_token_log() as lines:
-                for n, task in ((1, "review the failures of TICKET-4711"), (2, "read big.txt")):
+                tasks = (f"review the failures of TICKET-4711\n\n{probe.user}", "read big.txt")
+                for n, task in enumerate(tasks, start=1):
                     order = Dispatch(
                         scenario="leave",
                         agent_context=AgentContext(task_summary=task),
@@ -149,22 +183,39 @@ async def _run(strategy: str, summary: str, reads: int) -> tuple[int, int, dict[
                         dispatch_id=f"leave#{n}",
                     )
                     await rt.ask("init", order)
+        records = await FileJournalStore(workspace).read("init", "leave")
+    found_by_pattern = [
+        fact["value"]
+        for record in records
+        if record.get("type") == "facts"
+        for fact in record["facts"]
+        if fact.get("origin") is not None
+    ]
     compactions = [i for i, line in enumerate(lines) if line["event"] == "context.compacted"]
     later = {
         line["turn"]
         for line in lines[compactions[0] :]
         if line["event"] == "model.call" and line["purpose"] == "turn"
     }
-    shown = [
-        json.dumps([call.payload.get("system"), call.payload["messages"]], ensure_ascii=False)
+    requests = [
+        (
+            call.context.turn,
+            json.dumps([call.payload.get("system"), call.payload["messages"]], ensure_ascii=False),
+        )
         for call in model.calls
-        if call.context.purpose == "turn" and call.context.turn in later
+        if call.context.purpose == "turn"
     ]
-    kept = {
-        kind: sum(fact in text for text in shown for fact in facts) / (len(shown) * len(facts))
-        for kind, facts in FACTS.items()
-    }
-    return len(compactions), len(shown), kept
+    facts = {fact for values in FACTS.values() for fact in values}
+    facts.update(value for _, value in probe.values)
+    found: dict[str, tuple[int, int]] = {}
+    for fact in facts:
+        # A fact is due in every request after the first compaction from the first request
+        # that showed it on (a file read after a compaction cannot be in the requests before).
+        first = next((i for i, (_, text) in enumerate(requests) if fact in text), 0)
+        due = [text for i, (turn, text) in enumerate(requests) if turn in later and i >= first]
+        found[fact] = (sum(fact in text for text in due), len(due))
+    shown = [text for turn, text in requests if turn in later]
+    return Outcome(len(compactions), len(shown), found, found_by_pattern)
 
 
 def _baseline() -> None:
@@ -172,33 +223,81 @@ def _baseline() -> None:
     roles_module.dispatch_facts = lambda message: []  # type: ignore[assignment]
     reports_module.SchedulerReports.facts = lambda self, package: []  # type: ignore[method-assign]
     original = agent_loop_module.FactPatterns
-    agent_loop_module.FactPatterns = lambda patterns: original([])  # type: ignore[assignment,misc]
+    agent_loop_module.FactPatterns = lambda patterns: original([], kinds=())  # type: ignore[assignment,misc]
     sliding_window_module.ledger_message = lambda ledger, **_: None  # type: ignore[assignment]
 
 
+def _share(outcomes: list[tuple[Outcome, list[str]]]) -> tuple[float, float]:
+    """(share of (fact, request) pairs found, share of facts found in every request)."""
+    pairs = [o.found[f] for o, facts in outcomes for f in facts]
+    present = sum(found for found, _ in pairs) / max(1, sum(due for _, due in pairs))
+    return present, sum(found == due for found, due in pairs) / len(pairs)
+
+
 def main() -> None:
-    """Print one row per strategy and summary kind."""
+    """Print the registered facts' table, then the probe's, one row per strategy."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", action="store_true", help="the ledger before this change")
     parser.add_argument("--reads", type=int, default=12, help="large reads in the second round")
+    parser.add_argument("--seeds", type=int, default=5, help="probe seeds (runs) per strategy")
+    parser.add_argument("--per-kind", type=int, default=4, help="probe facts of each kind")
     args = parser.parse_args()
     # The agents' log lines would bury the table; the token log is captured either way.
     configure_logging(stream=open(os.devnull, "w"))  # noqa: SIM115 - open for the whole run
     if args.baseline:
         _baseline()
-    kinds = list(FACTS)
-    print("| strategy | summary | compactions | requests | " + " | ".join(kinds) + " | all |")
-    print("|---" * (len(kinds) + 5) + "|")
-    for strategy in ("summarize", "sliding_window", "extract_state"):
-        for summary in ("forgetful", "not_json"):
-            if strategy != "summarize" and summary == "not_json":
-                continue  # no summary call: the summary kind changes nothing
-            compactions, requests, kept = anyio.run(_run, strategy, summary, args.reads)
-            total = sum(kept[k] * len(FACTS[k]) for k in kinds) / sum(map(len, FACTS.values()))
-            cells = " | ".join(f"{kept[k]:.0%}" for k in kinds)
-            print(
-                f"| {strategy} | {summary} | {compactions} | {requests} | {cells} | {total:.0%} |"
-            )
+    probes = [make_probe(seed, per_kind=args.per_kind) for seed in range(args.seeds)]
+    results = {
+        (strategy, summary): [
+            anyio.run(_run, strategy, summary, args.reads, probe) for probe in probes
+        ]
+        for strategy, summary in STRATEGIES
+    }
+    _registered_table(results)
+    print()
+    _probe_table(results, probes)
+
+
+def _registered_table(results: dict[tuple[str, str], list[Outcome]]) -> None:
+    """The facts registered by name: per strategy, the share found per kind of fact."""
+    groups = list(FACTS)
+    print("Registered facts, share of (fact, request) pairs found after the first compaction")
+    print("| strategy | summary | compactions | requests | " + " | ".join(groups) + " | all |")
+    print("|---" * (len(groups) + 5) + "|")
+    for (strategy, summary), outcomes in results.items():
+        shares = [_share([(o, FACTS[g]) for o in outcomes])[0] for g in groups]
+        total = _share([(o, [f for g in groups for f in FACTS[g]]) for o in outcomes])[0]
+        compactions = "/".join(sorted({str(o.compactions) for o in outcomes}))
+        requests = sum(o.requests for o in outcomes)
+        print(
+            f"| {strategy} | {summary} | {compactions} | {requests} | "
+            + " | ".join(f"{share:.0%}" for share in shares)
+            + f" | {total:.0%} |"
+        )
+
+
+def _probe_table(results: dict[tuple[str, str], list[Outcome]], probes: list[Probe]) -> None:
+    """The held-out probe: per strategy and kind, the share present and the share present in
+    every request, then how many values the patterns registered in all, and of the probe."""
+    print(f"Held-out probe, {len(probes)} seeds: present / in every request after every compaction")
+    print("| strategy | summary | " + " | ".join(KINDS) + " | present | every | found, probe |")
+    print("|---" * (len(KINDS) + 5) + "|")
+    for (strategy, summary), outcomes in results.items():
+        runs = list(zip(outcomes, probes, strict=True))
+        cells = []
+        for kind in KINDS:
+            present, every = _share([(o, p.facts[kind]) for o, p in runs])
+            cells.append(f"{present:.0%} / {every:.0%}")
+        present, every = _share([(o, [v for _, v in p.values]) for o, p in runs])
+        # What the patterns registered in the whole run, and how much of it is the probe's:
+        # the rest is what they found in the work orders, the files and the tools' replies.
+        registered = sum(len(set(o.by_pattern)) for o in outcomes)
+        probed = sum(len(set(o.by_pattern) & {v for _, v in p.values}) for o, p in runs)
+        print(
+            f"| {strategy} | {summary} | "
+            + " | ".join(cells)
+            + f" | {present:.1%} | {every:.1%} | {registered}, {probed} |"
+        )
 
 
 if __name__ == "__main__":

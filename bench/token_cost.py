@@ -1,14 +1,32 @@
 """Billed input tokens of the configured context default against two plain assemblies.
 
 Run: .venv/bin/python bench/token_cost.py [--seeds 5] [--rounds 30] [--steps 12]
+                                          [--gaps realistic|short]
 
 Each seeded session is `--rounds` rounds of `--steps` steps; every step but the last of a
 round reads a file whose result is 1K-20K tokens (lognormal, median 4K; a fifth of them
-Chinese). Simulated time passes: 5-40 s per step (model and tool), 20-360 s between rounds,
-so cache entries older than 5 minutes expire as they would. Every request, turns and
-summary calls alike, is billed by `baton.context.prompt_cache.PrefixCache`, the one
-prompt-cache model of baton (uncached 1x, cache write 1.25x, cache read 0.1x, 20-block
-lookback, 1,024-token minimum, 5-minute entries refreshed on each read).
+Chinese). Simulated time passes, 5-40 s per step (model and tool) and a wait before each
+round, so cache entries expire as they would. Every request, turns and summary calls alike,
+is billed by `baton.context.prompt_cache.PrefixCache`, the one prompt-cache model of baton
+(uncached 1x, cache write 1.25x for 5 minutes or 2x for an hour, cache read 0.1x, 20-block
+lookback, 1,024-token minimum, entries refreshed by each request that reads through them).
+
+The waits between rounds (`--gaps realistic`, the default) are each agent's in the
+pipeline (docs/handoffs.md), drawn from a seeded stream of their own so the steps stay
+the same whatever the gap model:
+
+- Init: every round ends with a design that waits for a human's approval (or rejection)
+  before Init hears back. The wait is lognormal, median 15 minutes (sigma 0.9: a tenth
+  under 5 minutes, a tenth over 48, about 6% over an hour), clipped to 2 minutes-2 hours:
+  people answer within minutes when they are at their desk and after a meeting or lunch
+  when they are not, and a wait past two hours costs the same as one of two. (An approved
+  design comes back to Init only after Execute's iteration, later still; with that added,
+  more waits pass the hour and the 1-hour breakpoints save a little less.)
+- Execute: two iterations in three go on at once on the same design (the Scheduler's own
+  work in between: 20-360 s, uniform); one in three goes back to Init first, so Execute
+  waits for Init's redesign (3-10 minutes, uniform) and its approval (as above).
+
+`--gaps short` is the earlier model, 20-360 s before every round of both agents.
 
 Assemblies, per agent (Execute and Init, each with its default budget):
 
@@ -16,12 +34,20 @@ Assemblies, per agent (Execute and Init, each with its default budget):
   (`BatonConfig`), built exactly as the agent builds it;
 - per-turn strip: every step shown, its assistant text and tool calls kept, the tool results
   of all but the newest N steps replaced by a stub, re-cut every turn;
-- keep all: every step whole until the threshold, then the summary compaction;
-- summarize, stride 1: the strategy's original per-turn rule, for reference.
+- keep all: every step whole until the threshold, then the summary compaction (these two
+  are `baton.context.baselines`, which `baton cost --what-if` bills a real run under too);
+- summarize, stride 1: the strategy's original per-turn rule, for reference;
+- configured, 5-minute breakpoints only: the configured assembly without its 1-hour
+  breakpoints (docs/context.md, "Prompt-cache breakpoints"), to show what they save;
+- per-turn strip, 1-hour breakpoints: the yardstick given baton's 1-hour breakpoints (its
+  stubbed part is a history that stays put), to show a per-turn client would gain too.
 
-Printed: each session's billed input-token equivalents, and the median over the sessions of
-each assembly's ratio to per-turn stripping. The synthetic steps carry no thinking blocks, so
-no round pins its layout (docs/context.md, "Thinking"): the batches move as configured.
+The yardstick, per-turn strip, puts every breakpoint at 5 minutes, as a plain client does.
+
+Printed: each session's billed input-token equivalents, the median over the sessions of
+each assembly's ratio to per-turn stripping, the share of input read from the cache and
+written to it for an hour. The synthetic steps carry no thinking blocks, so no round pins
+its layout (docs/context.md, "Thinking"): the batches move as configured.
 """
 
 from __future__ import annotations
@@ -33,18 +59,17 @@ import random
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
-from baton.context._assembly import Builder, add_rounds_from
-from baton.context.caching import Anchor
+from baton.context._strategy_base import StrategyBase
+from baton.context.baselines import KeepAll, PerTurnStrip
 from baton.context.conversation import Conversation
-from baton.context.payload import Message, Payload
-from baton.context.prompt_cache import PrefixCache
+from baton.context.payload import Payload
+from baton.context.prompt_cache import CacheTTL, PrefixCache
 from baton.context.registry import make_strategy
 from baton.context.strategy import ContextBudget, ContextStrategy
-from baton.context.summarize import SummarizeStrategy
 from baton.context.tokens import estimate_message_tokens
 from baton.context.usage import Usage
 from baton.pipeline.config import BatonConfig
@@ -59,7 +84,6 @@ TOOLS: list[Any] = [
     }
     for name in ("Read", "Write", "List")
 ]
-STUB = "[tool result stripped from the history]"
 
 
 @dataclass
@@ -119,65 +143,27 @@ def session(rounds: int, steps: int, seed: int) -> list[SynthRound]:
     return out
 
 
-class PerTurnStrip(SummarizeStrategy):
-    """Every step shown; the tool results of all but the newest N stubbed, re-cut each turn."""
-
-    name = "per-turn-strip"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._stubs: dict[int, tuple[Message, int]] = {}
-
-    def _advance(self, conversation: Conversation) -> None:
-        return
-
-    def _stubbed(self, seq: int, ids: list[str]) -> tuple[Message, int]:
-        if seq not in self._stubs:  # the same objects every turn, as a real assembly keeps
-            message: Message = {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": i, "content": STUB} for i in ids
-                ],
-            }
-            self._stubs[seq] = (message, estimate_message_tokens(message))
-        return self._stubs[seq]
-
-    def _body(self, conversation: Conversation, builder: Builder) -> list[Anchor | None]:
-        entries = conversation.entries
-        whole_from = len(entries) - self.budget.keep_recent_steps
-        rounds = conversation.round_entries
-        stripped_end: Anchor | None = None
-        i = 0
-        for r in range(len(rounds)):
-            builder.add(rounds[r].message, rounds[r].tokens)
-            while i < len(entries) and entries[i].round_index == r:
-                entry = entries[i]
-                builder.add(entry.assistant, entry.assistant_tokens)
-                if i < whole_from and entry.results is not None:
-                    builder.add(
-                        *self._stubbed(entry.step.seq, [u.id for u in entry.step.tool_uses])
-                    )
-                    stripped_end = builder.end_anchor()
-                else:
-                    builder.add(entry.results, entry.results_tokens)
-                i += 1
-        # A breakpoint at the end of the stubbed part, as baton puts one at the end of its
-        # history: the next turn finds this turn's stubbed prefix within the 20-block
-        # lookback and rewrites only from the newly stubbed step on.
-        return [stripped_end]
+GapModel = Literal["realistic", "short"]
 
 
-class KeepAll(SummarizeStrategy):
-    """Every step whole until the threshold; then the same summary compaction."""
+def approval_wait(rng: random.Random) -> float:
+    """Seconds a design waits for a human's approval: lognormal, median 15 minutes."""
+    return 60 * min(120.0, max(2.0, rng.lognormvariate(math.log(15), 0.9)))
 
-    name = "keep-all"
 
-    def _advance(self, conversation: Conversation) -> None:
-        return
-
-    def _body(self, conversation: Conversation, builder: Builder) -> list[Anchor | None]:
-        add_rounds_from(builder, conversation, 0)
-        return []
+def with_gaps(rounds: list[SynthRound], agent: str, seed: int, model: GapModel) -> list[SynthRound]:
+    """`rounds` with the waits before each round of `agent` drawn from `model`."""
+    if model == "short":
+        return rounds  # the session's own 20-360 s
+    rng = random.Random(f"gaps:{agent}:{seed}")  # noqa: S311 - reproducible, not a secret
+    for round_ in rounds:
+        if agent == "init":
+            round_.gap = approval_wait(rng)
+        elif rng.random() < 2 / 3:
+            round_.gap = rng.uniform(20, 360)  # the next iteration, on the same design
+        else:
+            round_.gap = 60 * rng.uniform(3, 10) + approval_wait(rng)  # redesigned first
+    return rounds
 
 
 @dataclass
@@ -185,6 +171,7 @@ class Tally:
     billed: float = 0.0
     total: int = 0
     read: int = 0
+    hour: int = 0  # written to live an hour
     calls: int = 0
     compactions: int = 0
 
@@ -210,11 +197,13 @@ async def replay(rounds: list[SynthRound], strategy: ContextStrategy, model: str
         tally.billed += charge.billed
         tally.total += charge.total
         tally.read += charge.cache_read_input_tokens
+        tally.hour += charge.cache_creation_1h_input_tokens
         tally.calls += 1
         return Usage(
             input_tokens=charge.input_tokens,
             cache_creation_input_tokens=charge.cache_creation_input_tokens,
             cache_read_input_tokens=charge.cache_read_input_tokens,
+            cache_creation_1h_input_tokens=charge.cache_creation_1h_input_tokens,
         )
 
     async def summarize(payload: Payload) -> str:
@@ -241,6 +230,18 @@ async def replay(rounds: list[SynthRound], strategy: ContextStrategy, model: str
 Factory = Callable[[], ContextStrategy]
 
 
+def with_ttl(make: Factory, ttl: CacheTTL) -> Factory:
+    """`make`, its breakpoints before the newest message living `ttl`."""
+
+    def build() -> ContextStrategy:
+        strategy = make()
+        assert isinstance(strategy, StrategyBase)
+        strategy.lasting_ttl = ttl
+        return strategy
+
+    return build
+
+
 def assemblies(agent: str) -> tuple[str, ContextBudget, dict[str, Factory]]:
     """The agent's model, budget and the assemblies compared, the configured one as built."""
     config = BatonConfig().agent(agent)
@@ -248,20 +249,25 @@ def assemblies(agent: str) -> tuple[str, ContextBudget, dict[str, Factory]]:
     schema = {"summary_schema": ExecuteSummary}
     options = config.strategy_options
     described = ", ".join(f"{k} = {v}" for k, v in options.items() if v is not None)
+
+    def configured() -> ContextStrategy:
+        return make_strategy(config.strategy, budget, **schema, **options)
+
+    def per_turn() -> ContextStrategy:
+        return PerTurnStrip(budget, summary_schema=ExecuteSummary)
+
     return (
         config.model,
         budget,
         {
-            f"configured ({config.strategy}, {described})": lambda: make_strategy(
-                config.strategy, budget, **schema, **options
-            ),
-            "per-turn strip (keeps assistant text)": lambda: PerTurnStrip(
-                budget, summary_schema=ExecuteSummary
-            ),
+            f"configured ({config.strategy}, {described})": configured,
+            BASE: with_ttl(per_turn, "5m"),
             "keep all": lambda: KeepAll(budget, summary_schema=ExecuteSummary),
             "summarize, stride 1 (per-turn rule)": lambda: make_strategy(
                 "summarize", budget, **schema
             ),
+            "configured, 5-minute breakpoints only": with_ttl(configured, "5m"),
+            "per-turn strip, 1-hour breakpoints": with_ttl(per_turn, "1h"),
         },
     )
 
@@ -275,31 +281,37 @@ async def agent_table(agent: str, sessions: list[list[SynthRound]]) -> None:
         f"\n{agent} ({model}): threshold {budget.compact_threshold:,}, "
         f"N = {budget.keep_recent_steps}"
     )
+    width = max(64, *(len(label) for label in rows))
     print(
-        f"{'assembly':<64} {'billed M per session':>30} {'median ratio':>13} "
-        f"{'cache read':>10} {'compact':>8}"
+        f"{'assembly':<{width}} {'billed M per session':>30} {'median ratio':>13} "
+        f"{'cache read':>10} {'1h write':>8} {'compact':>8}"
     )
     tallies = {
         label: [await replay(s, make(), model) for s in sessions] for label, make in rows.items()
     }
     for label, runs in tallies.items():
         ratios = [t.billed / b.billed for t, b in zip(runs, tallies[BASE], strict=True)]
-        read = sum(t.read for t in runs) / max(1, sum(t.total for t in runs))
+        total = max(1, sum(t.total for t in runs))
+        read = sum(t.read for t in runs) / total
+        hour = sum(t.hour for t in runs) / total
         billed = " ".join(f"{t.billed / 1e6:5.1f}" for t in runs)
         print(
-            f"{label:<64} {billed:>30} {statistics.median(ratios):>12.3f}x "
-            f"{read:>10.1%} {sum(t.compactions for t in runs):>8}"
+            f"{label:<{width}} {billed:>30} {statistics.median(ratios):>12.3f}x "
+            f"{read:>10.1%} {hour:>8.1%} {sum(t.compactions for t in runs):>8}"
         )
 
 
-async def run(seeds: int, rounds: int, steps: int) -> None:
-    sessions = [session(rounds, steps, seed) for seed in range(seeds)]
+async def run(seeds: int, rounds: int, steps: int, gaps: GapModel) -> None:
     print(
         f"{seeds} sessions (seeds 0-{seeds - 1}) of {rounds} rounds x {steps} steps, tool "
-        "results 1K-20K tokens (lognormal); billed = uncached + 1.25 x cache write + 0.1 x "
-        "cache read, 5-minute entries; ratios are to per-turn stripping"
+        f"results 1K-20K tokens (lognormal), {gaps} waits between rounds; billed = uncached "
+        "+ 1.25 x 5-minute write + 2 x 1-hour write + 0.1 x cache read; ratios are to "
+        "per-turn stripping"
     )
     for agent in ("execute", "init"):
+        sessions = [
+            with_gaps(session(rounds, steps, seed), agent, seed, gaps) for seed in range(seeds)
+        ]
         await agent_table(agent, sessions)
 
 
@@ -308,8 +320,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--gaps", choices=("realistic", "short"), default="realistic")
     args = parser.parse_args()
-    anyio.run(run, args.seeds, args.rounds, args.steps)
+    anyio.run(run, args.seeds, args.rounds, args.steps, args.gaps)
 
 
 if __name__ == "__main__":

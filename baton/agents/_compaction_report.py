@@ -110,9 +110,7 @@ class CompactionReports:
         held = self._held.get() or record.event()
         self._held.set(None)
         event = AuditedCompaction(**held.log_fields(), audit=audit)
-        fields = event.log_fields()
-        if audit is None:  # no workspace, no file: the line says nothing of one
-            del fields["audit"]
+        fields = event.log_fields()  # no workspace, no file: the line says nothing of one
         self._token_log.emit(event.event, **fields)
         self._count(conversation, record, budget)
         return event

@@ -7,16 +7,18 @@ it by the runtime's config loader.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from baton._write_rules import write_path_problem
 from baton.agents.prompt_files import path_problem
 from baton.context.ledger_patterns import compile_pattern
+from baton.context.server_edits import MIN_COMPACT_TRIGGER
 from baton.context.strategy import BudgetFields
 
-StrategyName = Literal["summarize", "sliding_window", "extract_state"]
+StrategyName = Literal["summarize", "sliding_window", "extract_state", "server"]
+ToolResultClearing = Literal["client", "server"]
 FactPattern = Annotated[str, AfterValidator(lambda p: compile_pattern(p).pattern)]
 """An id pattern of `fact_patterns`: a regular expression that cannot match nothing."""
 
@@ -85,6 +87,13 @@ class AgentConfig(BudgetFields):
         "than this many tokens",
     )
 
+    tool_result_clearing: ToolResultClearing = Field(
+        "client",
+        description="client: baton strips older tool results in batches; server: the Messages "
+        'API clears them (`clear_tool_uses_20250919`; docs/context.md, "Server-side context '
+        'management")',
+    )
+
     min_compaction_gain: float = Field(
         0.1,
         ge=0,
@@ -97,11 +106,29 @@ class AgentConfig(BudgetFields):
     def strategy_options(self) -> dict[str, Any]:
         """The options `strategy` takes from this table; a strategy ignores the others, so the
         built-in agents' defaults do not stop a table that picks another strategy."""
-        if self.strategy == "summarize":
-            return {"stride": self.stride, "strip_batch_tokens": self.strip_batch_tokens}
+        if self.strategy in ("summarize", "server"):
+            return {
+                "stride": self.stride,
+                "strip_batch_tokens": self.strip_batch_tokens,
+                "tool_result_clearing": self.tool_result_clearing,
+            }
         if self.strategy == "extract_state":
             return {"stride": self.stride}
         return {}
+
+    @model_validator(mode="after")
+    def _server_side_fits(self) -> Self:
+        if self.strategy == "server" and self.compact_threshold < MIN_COMPACT_TRIGGER:
+            raise ValueError(
+                f'strategy = "server" needs compact_threshold >= {MIN_COMPACT_TRIGGER:,}, the '
+                f"least the Messages API compacts at (it is {self.compact_threshold:,})"
+            )
+        if self.tool_result_clearing == "server" and self.strategy not in ("summarize", "server"):
+            raise ValueError(
+                f'tool_result_clearing = "server" works with strategy = "summarize" or '
+                f'"server", not {self.strategy!r}'
+            )
+        return self
 
     @field_validator("system_prompt")
     @classmethod

@@ -41,6 +41,7 @@ from baton.agents.in_flight import CALLS_IN_FLIGHT
 from baton.agents.prompt_files import read_scenario_prompt
 from baton.agents.tools import Toolbox, scenario_scope
 from baton.agents.tools.load_budget import run_within_budget
+from baton.context.edit_requests import cleared_tokens
 from baton.context.events import ContextEvent
 from baton.context.ledger import KeyFact
 from baton.context.ledger_patterns import FactPatterns
@@ -316,6 +317,12 @@ class AgentLoop:
 
     async def _drive(self, state: ConversationState) -> str:
         conversation = state.conversation
+        last = conversation.last_step
+        if last is not None:
+            # A crash between a step's record and its facts' lost the facts: the ledger
+            # journals only the ones it lacks, so registering again is safe.
+            found = self._patterns.facts([r.text for r in last.results], source="tool")
+            await self._register(state, found)
         calls = 0
         while conversation.awaiting_reply:
             if calls >= self.setup.config.max_steps:
@@ -385,6 +392,14 @@ class AgentLoop:
             await self.compactor.compact(state)
             payload = state.strategy.compose_payload(system, self.specs, conversation)
             response = await self._turn_call(state, payload, turn=turn)
+        while response.compaction is not None:
+            response = await self._after_server_compaction(state, system, response, turn=turn)
+        cleared = cleared_tokens(response.context_management)
+        if cleared and conversation.account.sent_estimate is not None:
+            # Calibrate against what the server counted once it cleared older results
+            # (docs/context.md, "Server-side context management").
+            raw = conversation.account.calibration.unapply(cleared)
+            conversation.account.note_sent(max(1, conversation.account.sent_estimate - raw))
         await self.journal(
             state,
             {
@@ -397,6 +412,20 @@ class AgentLoop:
         )
         self.log_call(state, response, turn=turn, purpose=self.setup.purpose)
         return response
+
+    async def _after_server_compaction(
+        self, state: ConversationState, system: str, response: ModelResponse, *, turn: int
+    ) -> ModelResponse:
+        """The turn's reply once the server's compaction `response` carries is applied: asked
+        for again after a pause (`stop_reason: "compaction"`), else the rest of `response`.
+        A block without a summary is compacted over by baton itself."""
+        if not await self.compactor.server_compacted(state, response, turn=turn):
+            await self.compactor.compact(state)
+        if response.stop_reason != "compaction":
+            rest = [block for block in response.content if block["type"] != "compaction"]
+            return response.model_copy(update={"content": rest})
+        payload = state.strategy.compose_payload(system, self.specs, state.conversation)
+        return await self._turn_call(state, payload, turn=turn)
 
     async def _turn_call(
         self, state: ConversationState, payload: Payload, *, turn: int

@@ -30,6 +30,7 @@ from baton.agents.errors import CompactionIneffectiveError
 from baton.context.conversation import Conversation
 from baton.context.payload import Payload, ToolSpec
 from baton.context.records import dump_record
+from baton.context.server import ServerStrategy
 from baton.context.strategy import ContextBudget, ContextStrategy
 from baton.context.summarize import ReadySummary, SummarizeStrategy
 from baton.models.protocol import Model, ModelResponse, Purpose
@@ -209,8 +210,10 @@ class Compactor:
         again, its first no longer fitting), and the context is below the hard limit
         (docs/context.md, "Background compaction")."""
         strategy, conversation = state.strategy, state.conversation
-        if not isinstance(strategy, SummarizeStrategy) or getattr(
-            self._host.model, "answers_at_once", False
+        if (
+            not isinstance(strategy, SummarizeStrategy)
+            or isinstance(strategy, ServerStrategy)
+            or getattr(self._host.model, "answers_at_once", False)
         ):
             return False
         if conversation.context_tokens >= hard_limit(budget):
@@ -258,6 +261,38 @@ class Compactor:
         )
         state.trace.compacted(event)
 
+    async def server_compacted(
+        self, state: ConversationState, response: ModelResponse, *, turn: int
+    ) -> bool:
+        """Apply the server's compaction block `response` carries (docs/context.md,
+        "Server-side context management"): journaled before the call's `model.call` line,
+        so a resumed agent starts from the block and never pays for it again; audited and
+        logged as baton's own compactions are. False when it holds no summary."""
+        strategy, conversation = state.strategy, state.conversation
+        block = response.compaction
+        if block is None or not isinstance(strategy, ServerStrategy):
+            return False
+        before = [entry.step for entry in conversation.entries]
+        strategy.use_prefix(await self._host.system_prompt(state), self._host.specs)
+        started = strategy.clock.now() - response.latency_ms / 1000
+        compaction = strategy.server_compacted(conversation, block, response.usage, started=started)
+        if compaction is None:
+            log.warning("agent.server_compaction_empty", actor=self._host.name)
+            return False
+        state.pending_summary = state.pending_through = state.background = None
+        state.precompact_snapshot = None
+        state.compacted_tokens = compaction.tokens_after
+        await self._host.journal(state, dump_record(compaction))
+        if response.stop_reason == "compaction":
+            # The call did nothing else: its line is the compaction's. A reply that went on
+            # after the block is logged as the turn it also is.
+            self._host.log_call(state, response, turn=turn, purpose="compaction")
+        event = await self.reports.compacted(
+            conversation, compaction, before, state.budget or self._host.budget
+        )
+        state.trace.compacted(event)
+        return True
+
     async def _summary_call(
         self, state: ConversationState, payload: Payload, *, turn: int, through_seq: int
     ) -> str:
@@ -286,6 +321,7 @@ class Compactor:
         if (
             group is None
             or not isinstance(strategy, SummarizeStrategy)
+            or isinstance(strategy, ServerStrategy)  # the server writes its summaries
             or budget.precompact_at >= 1
             or state.background is not None
             or state.pending_summary is not None

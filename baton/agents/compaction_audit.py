@@ -35,6 +35,10 @@ class CompactionAudit(AuditHeader):
 
     summary: str | None = Field(description="the summary carried from now on")
     facts: list[KeyFact] = Field(description="the key-fact ledger the summary carries")
+    facts_carried: int | None = Field(
+        None,
+        description="by the server: how many of `facts` its summary lacked, carried beside it",
+    )
 
 
 def dropped_steps(before: Sequence[Step], first_kept_seq: int) -> DroppedSteps | None:
@@ -68,6 +72,8 @@ def build_audit(
         ts=datetime.now(UTC).isoformat(timespec="milliseconds"),
         strategy=record.strategy,
         mode=record.mode,
+        by=record.by,
+        facts_carried=record.facts_carried,
         fallback_reason=record.fallback_reason,
         tokens_before=record.tokens_before,
         tokens_after=record.tokens_after,

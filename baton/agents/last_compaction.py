@@ -47,6 +47,7 @@ class AuditHeader(BaseModel):
     ts: str = Field(description="when the compaction was applied, ISO 8601 UTC")
     strategy: str
     mode: str = Field(description="llm | fallback")
+    by: str = Field("baton", description="who wrote the summary: baton, or the server")
     fallback_reason: str | None = None
     tokens_before: int = Field(ge=0)
     tokens_after: int = Field(ge=0)

@@ -3,7 +3,7 @@ handoffs (docs/token-log.md, "Fields"), registered with the token log on import.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -12,6 +12,16 @@ from baton.runtime.token_records import TokenLogRecord, register_records
 
 class ModelCall(TokenLogRecord):
     event: Literal["model.call"] = "model.call"
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset(
+        {
+            "cache_creation_1h_input_tokens",
+            "compaction_input_tokens",
+            "compaction_cache_creation_input_tokens",
+            "compaction_cache_read_input_tokens",
+            "compaction_output_tokens",
+            "applied_edits",
+        }
+    )
     model: str = Field(
         description="model name; `offline-scripted` for the offline model, `offline-replay` "
         "for a replayed recording (docs/recordings.md)"
@@ -41,15 +51,61 @@ class ModelCall(TokenLogRecord):
         description="estimated USD of the call from list prices and `[prices]` (docs/models.md, "
         '"Prices"); null when a price it needs is unknown',
     )
+    cache_creation_1h_input_tokens: int | None = Field(
+        None,
+        ge=0,
+        description="of cache_creation_input_tokens, those written to live an hour (absent: "
+        'none; docs/context.md, "Prompt-cache breakpoints")',
+    )
+    compaction_input_tokens: int | None = Field(
+        None,
+        ge=0,
+        description="uncached input tokens of the server-side compaction the call ran, billed "
+        'on top (absent: none ran; docs/context.md, "Server-side context management")',
+    )
+    compaction_cache_creation_input_tokens: int | None = Field(
+        None, ge=0, description="input tokens that compaction wrote to the cache"
+    )
+    compaction_cache_read_input_tokens: int | None = Field(
+        None, ge=0, description="input tokens that compaction read from the cache"
+    )
+    compaction_output_tokens: int | None = Field(
+        None, ge=0, description="output tokens of that compaction (its summary)"
+    )
+    applied_edits: list[dict[str, Any]] | None = Field(
+        None,
+        description="the server's context edits applied to the request, as it reported them "
+        "(`context_management.applied_edits`; absent: none)",
+    )
 
 
 class ContextCompacted(TokenLogRecord):
     event: Literal["context.compacted"] = "context.compacted"
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset(
+        {"by", "server_input_tokens", "server_output_tokens", "facts_carried"}
+    )
     tokens_before: int = Field(ge=0)
     tokens_after: int = Field(ge=0)
     kept_steps: int = Field(ge=0, description="recent steps kept whole")
     summary_tokens: int = Field(ge=0)
     mode: Literal["llm", "fallback"] = Field(description="llm summary, or the extractive fallback")
+    by: Literal["server"] | None = Field(
+        None,
+        description='`server` when the Messages API wrote the summary (`strategy = "server"`); '
+        "absent: baton's own summary call",
+    )
+    server_input_tokens: int | None = Field(
+        None, ge=0, description="by server: the input tokens its compaction billed"
+    )
+    server_output_tokens: int | None = Field(
+        None, ge=0, description="by server: the output tokens (the summary) it billed"
+    )
+    facts_carried: int | None = Field(
+        None,
+        ge=0,
+        description="by server: key facts its summary lacked, carried beside it in a "
+        "`<key_facts>` note",
+    )
     latency_ms: float = Field(ge=0, description="from the summary request to the compaction")
     waited_ms: float = Field(
         0.0,

@@ -9,7 +9,8 @@ is over the target (never below one), apply the record to the conversation, repo
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import anyio
 
@@ -24,6 +25,7 @@ from baton.context.events import (
     ignore_events,
 )
 from baton.context.payload import Payload, ToolSpec
+from baton.context.prompt_cache import CacheTTL
 from baton.context.records import Compaction
 from baton.context.steps import StepLayout, render_text, render_user
 from baton.context.strategy import Clock, ContextBudget, Summarizer, SystemClock, SystemPrompt
@@ -52,6 +54,9 @@ class StrategyBase:
     """Common machinery; subclasses define `name`, `_reset`, `_advance` and `_body`."""
 
     name = "base"
+    lasting_ttl: CacheTTL = "1h"
+    """The TTL of every breakpoint but the newest message's: the prefix, summary and history
+    a conversation re-sends after a wait (docs/context.md, "Prompt-cache breakpoints")."""
 
     def __init__(
         self,
@@ -245,7 +250,7 @@ class StrategyBase:
         if last_anchor:
             anchors.append(builder.end_anchor())
         raw = prefix.tokens + lead.system_tokens + builder.tokens
-        return place_breakpoints(payload, anchors), raw
+        return place_breakpoints(payload, anchors, lasting_ttl=self.lasting_ttl), raw
 
     def compaction_payload(self, conversation: Conversation) -> Payload:
         """The turn payload plus the compact prompt: same prefix, so the cache is reused."""
@@ -339,12 +344,14 @@ class StrategyBase:
         expected_keep: int | None = None,
         whole_from: int | None = None,
         waited_ms: float | None = None,
+        server: Mapping[str, Any] | None = None,
     ) -> Compaction:
         """Keep `keep` steps (fewer while over target), apply, report; the record to journal.
 
         `summary_for(kept)` gives the summary text to carry (None: keep the current one) and
         how it shows, when `kept` steps stay whole. Steps from seq `whole_from` on are never
-        dropped (a summary requested in the background does not cover them).
+        dropped (a summary requested in the background does not cover them). `server`: the
+        record's fields of a server-side compaction (its block and figures).
         """
         entries = conversation.entries
         if not entries:
@@ -394,6 +401,7 @@ class StrategyBase:
             warning=warning,
             # Every strategy shows the whole ledger under the cap once compacted.
             ledger_dropped=conversation.ledger.shown(max_tokens=self.budget.ledger_max_tokens)[1],
+            **(server or {}),
         )
         conversation.apply(record)
         for c in kept_cuts:

@@ -129,6 +129,9 @@ class CarriedSummary(BaseModel):
     prompt: str | None = None
     mode: CompactionMode
     strategy: str
+    block: dict[str, Any] | None = Field(
+        None, description="the server's compaction block it came as, sent back verbatim"
+    )
 
 
 MAIN_CONVERSATION = "main"
@@ -424,8 +427,15 @@ class Conversation(BaseModel):
                 prompt=record.prompt,
                 mode=record.mode,
                 strategy=record.strategy,
+                block=record.block,
             )
         self.compactions += 1
+        # The facts found in text are kept bounded here, where no pinned round counts them
+        # (docs/context.md, "Key-fact ledger").
+        kept = self._ledger.prune()
+        if kept is not None:
+            self.facts = [self.facts[i] for i in kept]
+            self.fact_seqs = [self.fact_seqs[i] for i in kept]
         self.facts_summarized = len(self.facts)  # every strategy merges the whole ledger
         self.steps_since_compaction = 0
         # Whatever the compaction kept now follows a summary, not the history its thinking

@@ -15,6 +15,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 CompactionMode = Literal["llm", "fallback"]
+CompactedBy = Literal["baton", "server"]
+"""Who wrote a compaction's summary: baton's own summary call, or the Messages API's
+server-side compaction (docs/context.md, "Server-side context management")."""
 
 
 class _Event(BaseModel):
@@ -37,6 +40,22 @@ class ContextCompactedEvent(_Event):
     latency_ms: float = Field(ge=0)
     waited_ms: float = Field(0.0, ge=0)
     ledger_dropped: int = Field(0, ge=0)
+    by: CompactedBy | None = Field(None, description="`server` on a server-side compaction")
+    server_input_tokens: int | None = Field(
+        None, ge=0, description="what the server's compaction read, as it billed it"
+    )
+    server_output_tokens: int | None = Field(
+        None, ge=0, description="what the server's compaction wrote, as it billed it"
+    )
+    facts_carried: int | None = Field(
+        None,
+        ge=0,
+        description="key facts the server's summary left out, carried beside it",
+    )
+
+    def log_fields(self) -> dict[str, Any]:
+        """The fields of the log line; the server's figures only on a server compaction."""
+        return self.model_dump(exclude={"event"}, exclude_none=True)
 
 
 class ToolResultTruncatedEvent(_Event):

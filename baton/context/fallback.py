@@ -28,14 +28,18 @@ _MAX_ITEM_CHARS = 300
 # Patterns run on tool results of tens of KB, on the event loop: each is linear in its
 # input, with no two quantifiers that could split the same run of characters between them
 # (docs/context.md, "extract_state"). A URL scheme is short; an unbounded one made every letter
-# of a long dotted run scan to its end.
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://\S+")
-_PATH = re.compile(r"(?<![\w:/.-])(/?(?:[\w.-]+/)+[\w.-]*\w)")
-_FILE = re.compile(
+# of a long dotted run scan to its end. The ledger's patterns find URLs, paths and ids with
+# these same ones (`ledger_patterns`).
+URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://\S+")
+PATH = re.compile(r"(?<![\w:/.~-])(~?/?(?:[\w.-]+/)+[\w.-]*\w)")
+FILE = re.compile(
     r"(?<![\w/.-])([\w-]+\.(?:json|jsonl|py|md|txt|yaml|yml|toml|csv|log|html|xml|sql|sh))\b"
 )
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
 _ID_RUN = re.compile(r"[A-Za-z0-9_-]+")
+_DIGIT = re.compile(r"[0-9]")
 _SEPARATOR = re.compile(r"([_-])")
 _PENDING = re.compile(
     r"^[ \t]*(?:[-*][ \t]*)?(?:\[ \]|todo\b|待办|待处理|下一步|next steps?\b|pending\b)"
@@ -58,10 +62,10 @@ class Extraction:
         """Scan one more text."""
         if not text:
             return
-        cleaned = _URL.sub(" ", text)
-        for match in _PATH.finditer(cleaned):
+        cleaned = URL.sub(" ", text)
+        for match in PATH.finditer(cleaned):
             _add(self.paths, match.group(1), MAX_PATHS)
-        for match in _FILE.finditer(cleaned):
+        for match in FILE.finditer(cleaned):
             _add(self.paths, match.group(1), MAX_PATHS)
         for value in _ids(text):
             if not _PLUMBING_ID.match(value):
@@ -71,31 +75,41 @@ class Extraction:
 
 
 def _ids(text: str) -> list[str]:
-    """The ids in `text`, in order of appearance: words of ASCII letters and digits joined by
-    `_` or `-` that start with a letter and end in a part that starts with a digit
-    (`INV-2024-0042`, `sample_03`, `order-12b`; each cut after its last such part), and
-    UUIDs.
+    """The ids in `text`, in order of appearance (`id_spans`' values)."""
+    return [value for _, _, value in id_spans(text)]
+
+
+def id_spans(text: str) -> list[tuple[int, int, str]]:
+    """The ids in `text`, in order of appearance, with where each starts and ends: words of
+    ASCII letters and digits joined by `_` or `-` that start with a letter and end in a part
+    that starts with a digit (`INV-2024-0042`, `sample_03`, `order-12b`; each cut after its
+    last such part), and UUIDs.
 
     Found run by run, in one pass each: as one regular expression, a long `a-a-a-…` with no
     digit part took time growing with the square of its length (20 s for 40 KB)."""
     words: list[tuple[int, int, str]] = []
     for run in _ID_RUN.finditer(text):
+        word = run.group()
+        # Most runs are plain words: with no separator and digit, no id (cheap to rule out,
+        # and this runs on every tool result).
+        if ("_" not in word and "-" not in word) or not _DIGIT.search(word):
+            continue
         start, end = run.span()
         # A word character touching the run (`é`) means no word boundary there.
         glued_left = start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_")
         glued_right = end < len(text) and (text[end].isalnum() or text[end] == "_")
-        words.extend(_run_ids(run.group(), start, glued_left, glued_right))
+        words.extend(_run_ids(word, start, glued_left, glued_right))
     # As a scan from left to right would: of two that overlap, the one that starts first (at
     # the same place, the word), then on after its end.
     candidates = sorted(
         [(start, 0, end, value) for start, end, value in words]
-        + [(m.start(), 1, m.end(), m.group()) for m in _UUID.finditer(text)]
+        + [(m.start(), 1, m.end(), m.group()) for m in UUID.finditer(text)]
     )
-    found: list[str] = []
+    found: list[tuple[int, int, str]] = []
     reached = 0
     for start, _, end, value in candidates:
         if start >= reached:
-            found.append(value)
+            found.append((start, end, value))
             reached = end
     return found
 

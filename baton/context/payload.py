@@ -47,7 +47,26 @@ class RedactedThinkingBlock(TypedDict):
     data: str
 
 
-ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock
+class CompactionBlock(TypedDict):
+    """The server's summary of everything before it (docs/context.md, "Server-side context
+    management"); sent back exactly as received, with the edit that made it declared."""
+
+    type: Literal["compaction"]
+    content: str | None
+    encrypted_content: NotRequired[str | None]
+    signature: NotRequired[str | None]
+    tool_changes: NotRequired[list[dict[str, Any]] | None]
+    cache_control: NotRequired[CacheControl]
+
+
+ContentBlock = (
+    TextBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | CompactionBlock
+)
 
 
 class Message(TypedDict):
@@ -75,6 +94,8 @@ class Payload(TypedDict):
     thinking: NotRequired[dict[str, Any]]
     output_config: NotRequired[dict[str, Any]]
     tool_choice: NotRequired[dict[str, Any]]
+    context_management: NotRequired[dict[str, Any]]
+    betas: NotRequired[list[str]]
 
 
 EPHEMERAL: CacheControl = {"type": "ephemeral"}

@@ -3,11 +3,15 @@
 The API caches the request prefix up to each `cache_control` breakpoint, in the order tools →
 system → messages. A later request that repeats a cached prefix reads it back
 (`cache_read_input_tokens`, billed 0.1x); the part up to its last breakpoint that was not
-cached yet is written (`cache_creation_input_tokens`, billed 1.25x); the rest is plain
-`input_tokens` (1x). A hit is looked for at every block boundary up to 20 blocks before each
-breakpoint, prefixes shorter than the model's minimum are never cached, and an entry lives for
-its TTL (5 minutes, or 1 hour), refreshed on each read. Token counts come from the project's
-estimator, so the three figures always add up to `estimate_payload_tokens(payload)`.
+cached yet is written (`cache_creation_input_tokens`); the rest is plain `input_tokens` (1x).
+A write lives for its breakpoint's TTL: the part up to the last `"ttl": "1h"` breakpoint is
+written for an hour (billed 2x, `cache_creation.ephemeral_1h_input_tokens`), the part after it
+for five minutes (billed 1.25x), as the API splits a request mixing the two. A hit is looked
+for at every block boundary up to 20 blocks before each breakpoint, prefixes shorter than the
+model's minimum are never cached, and an entry lives for its TTL from the last request that
+read through it.
+Token counts come from the project's estimator, so the three figures always add up to
+`estimate_payload_tokens(payload)`.
 
 The offline `ScriptedModel`, the Messages API stand-in and `bench/token_cost.py` all bill
 through `PrefixCache`, so the benchmark's costs are those an offline run reports
@@ -31,6 +35,7 @@ from baton.context.tokens import (
 )
 
 CACHE_WRITE_MULTIPLIER = 1.25
+CACHE_WRITE_1H_MULTIPLIER = 2.0
 CACHE_READ_MULTIPLIER = 0.1
 # How far before a breakpoint the API looks for an earlier cached prefix.
 LOOKBACK_BLOCKS = 20
@@ -45,14 +50,20 @@ CacheTTL = Literal["5m", "1h"]
 class CacheUsage:
     """How one request's input tokens split, as the API's `usage` would report them.
 
-    `ttl` is the lifetime of what was written (the last breakpoint's), which the API reports
-    as `cache_creation.ephemeral_5m_input_tokens` or `ephemeral_1h_input_tokens`.
+    `cache_creation_1h_input_tokens` is the part of the write that lives an hour (the API's
+    `cache_creation.ephemeral_1h_input_tokens`); the rest of it lives five minutes
+    (`ephemeral_5m_input_tokens`).
     """
 
     input_tokens: int
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
-    ttl: CacheTTL = "5m"
+    cache_creation_1h_input_tokens: int = 0
+
+    @property
+    def cache_creation_5m_input_tokens(self) -> int:
+        """The part of the write that lives five minutes."""
+        return self.cache_creation_input_tokens - self.cache_creation_1h_input_tokens
 
     @property
     def total(self) -> int:
@@ -61,10 +72,12 @@ class CacheUsage:
 
     @property
     def billed(self) -> float:
-        """Input-token equivalents billed: uncached 1x, cache write 1.25x, cache read 0.1x."""
+        """Input-token equivalents billed: uncached 1x, cache write 1.25x (5 minutes) or 2x
+        (1 hour), cache read 0.1x."""
         return (
             self.input_tokens
-            + CACHE_WRITE_MULTIPLIER * self.cache_creation_input_tokens
+            + CACHE_WRITE_MULTIPLIER * self.cache_creation_5m_input_tokens
+            + CACHE_WRITE_1H_MULTIPLIER * self.cache_creation_1h_input_tokens
             + CACHE_READ_MULTIPLIER * self.cache_read_input_tokens
         )
 
@@ -202,21 +215,36 @@ class PrefixCache:
             if segment.ttl is not None:
                 breakpoints.append((index, segment.ttl))
         read = self._longest_hit(boundaries, breakpoints, now)
-        written = 0
-        ttl: CacheTTL = breakpoints[-1][1] if breakpoints else "5m"
+        written = hour = 0
         for index, bp_ttl in breakpoints:
             key, tokens = boundaries[index]
-            if tokens >= self.min_tokens and self._live(key, now) is None:
-                self._entries[key] = (now + _TTL_SECONDS[bp_ttl], _TTL_SECONDS[bp_ttl])
+            if tokens < self.min_tokens:
+                continue
+            # A live entry is in the part read, so it was used: it lives on for its own TTL
+            # from now. A missing one is written with this breakpoint's TTL.
+            live = self._live(key, now)
+            seconds = _TTL_SECONDS[bp_ttl] if live is None else live[1]
+            self._entries[key] = (now + seconds, seconds)
         if breakpoints:
             last_tokens = boundaries[breakpoints[-1][0]][1]
             if last_tokens >= self.min_tokens:
                 written = last_tokens - read
+                # Past the hit, up to the last 1-hour breakpoint the write lives an hour; the
+                # rest (up to the last breakpoint) five minutes, as the API splits it.
+                hour_end = max(
+                    (
+                        boundaries[i][1]
+                        for i, t in breakpoints
+                        if t == "1h" and boundaries[i][1] >= self.min_tokens
+                    ),
+                    default=read,
+                )
+                hour = min(written, max(0, hour_end - read))
         return CacheUsage(
             input_tokens=total - read - written,
             cache_creation_input_tokens=written,
             cache_read_input_tokens=read,
-            ttl=ttl,
+            cache_creation_1h_input_tokens=hour,
         )
 
     def _live(self, key: bytes, now: float) -> tuple[float, float] | None:

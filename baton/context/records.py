@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from baton.context.events import CompactionMode, ContextCompactedEvent
+from baton.context.events import CompactedBy, CompactionMode, ContextCompactedEvent
 from baton.context.ledger import KeyFact
 from baton.context.steps import Step
 from baton.context.truncation import TRUNCATE_KEEP_CHARS, TRUNCATE_OVER_CHARS, TruncationSpec
@@ -83,6 +83,17 @@ class Compaction(_Record):
     ledger_dropped: int = Field(
         0, ge=0, description="key facts the ledger's token cap left out of the compacted context"
     )
+    by: CompactedBy = "baton"
+    block: dict[str, Any] | None = Field(
+        None,
+        description="the server's `compaction` block, verbatim: it stands for the older "
+        'history in every later request (docs/context.md, "Server-side context management")',
+    )
+    server_input_tokens: int | None = Field(None, ge=0)
+    server_output_tokens: int | None = Field(None, ge=0)
+    facts_carried: int | None = Field(
+        None, ge=0, description="key facts the server's summary lacked, shown beside it"
+    )
 
     @property
     def truncation(self) -> TruncationSpec:
@@ -100,6 +111,10 @@ class Compaction(_Record):
             latency_ms=self.latency_ms,
             waited_ms=self.latency_ms if self.waited_ms is None else self.waited_ms,
             ledger_dropped=self.ledger_dropped,
+            by="server" if self.by == "server" else None,
+            server_input_tokens=self.server_input_tokens,
+            server_output_tokens=self.server_output_tokens,
+            facts_carried=self.facts_carried,
         )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from baton.context.extract_state import ExtractStateStrategy
+from baton.context.server import ServerStrategy
 from baton.context.sliding_window import SlidingWindowStrategy
 from baton.context.strategy import ContextBudget, ContextStrategy
 from baton.context.summarize import SummarizeStrategy
@@ -18,6 +19,7 @@ STRATEGIES: dict[str, Callable[..., ContextStrategy]] = {
     "summarize": SummarizeStrategy,
     "sliding_window": SlidingWindowStrategy,
     "extract_state": ExtractStateStrategy,
+    "server": ServerStrategy,
 }
 
 DEFAULT_STRATEGY = "summarize"
@@ -29,8 +31,8 @@ def make_strategy(
     """A new strategy `name` with `budget`; options go to its constructor.
 
     Common options: `summary_schema`, `on_event`, `clock`, `compact_prompt`; `stride` for
-    `summarize` and `extract_state`, `strip_batch_tokens` for `summarize`, `refill` for
-    `sliding_window`.
+    `summarize`, `server` and `extract_state`, `strip_batch_tokens` and `tool_result_clearing`
+    for `summarize` and `server`, `refill` for `sliding_window`.
     """
     try:
         factory = STRATEGIES[name]

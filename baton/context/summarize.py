@@ -22,21 +22,23 @@ prefix from the cache (docs/context.md, "summarize").
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from baton.context._assembly import Builder, add_entry
 from baton.context._strategy_base import StrategyBase, recent_start
 from baton.context.caching import Anchor
-from baton.context.conversation import Conversation
+from baton.context.conversation import Conversation, StepEntry
+from baton.context.edit_requests import CLEAR_SHARE_OF_THRESHOLD, clear_tool_uses_edit, with_edits
 from baton.context.errors import SummaryFailure
 from baton.context.events import CompactionMode, ContextWarningEvent
 from baton.context.fallback import fallback_summary
 from baton.context.ledger_view import ledger_message
-from baton.context.payload import Message, Payload
+from baton.context.payload import Message, Payload, ToolSpec
 from baton.context.records import Compaction
 from baton.context.steps import StepLayout
-from baton.context.strategy import Summarizer
+from baton.context.strategy import Summarizer, SystemPrompt
 from baton.context.summary_format import parse_summary, summary_json
 from baton.errors import UsageError
 
@@ -64,9 +66,21 @@ class SummarizeStrategy(StrategyBase):
     name = "summarize"
 
     def __init__(
-        self, *args: Any, stride: int = 1, strip_batch_tokens: int | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        stride: int = 1,
+        strip_batch_tokens: int | None = None,
+        tool_result_clearing: Literal["client", "server"] = "client",
+        fold_rounds: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.fold_rounds = fold_rounds
+        if tool_result_clearing not in ("client", "server"):
+            raise UsageError(
+                f"tool_result_clearing must be client or server (got {tool_result_clearing!r})"
+            )
+        self.tool_result_clearing = tool_result_clearing
         if stride < 1:
             raise UsageError(f"stride must be at least 1 (got {stride})")
         if strip_batch_tokens is not None and strip_batch_tokens < 1:
@@ -98,48 +112,84 @@ class SummarizeStrategy(StrategyBase):
         return self._boundary
 
     def _natural_start(self, conversation: Conversation) -> int:
-        """Where the whole part starts by the strategy's own rule (no pin).
+        """Where the whole part starts by the strategy's own rule (no pin): never before the
+        open round's first step (`_round_floor`), and past it by the batch rule.
 
         With `strip_batch_tokens` the boundary depends on where it was, so it is worked out
         step by step from the first, once each: the same for a live run and a replay."""
         entries = conversation.entries
-        batch = self.strip_batch_tokens
+        floor = self._round_floor(conversation, len(entries))
+        if self.tool_result_clearing == "server":
+            return floor
+        batch = self._batch_tokens()
         if batch is None:
-            return recent_start(len(entries), self.budget, self.stride)
-        # Results waiting for their batch may hold at most a quarter of the threshold: a
-        # small budget strips sooner rather than compacting (docs/context.md, "summarize":
-        # stripping in batches).
-        batch = min(batch, max(1, self.budget.compact_threshold // BATCH_SHARE_OF_THRESHOLD))
-        keep = self.budget.keep_recent_steps
+            return max(floor, recent_start(len(entries), self.budget, self.stride))
         starts = self._starts
         while len(starts) < len(entries):
-            start = starts[-1] if starts else 0
-            over_end = len(starts) + 1 - keep
-            if over_end > start and (
-                over_end - start >= self.stride
-                or sum(e.whole_tokens for e in entries[start:over_end]) > batch
-            ):
-                start = over_end
-            starts.append(start)
-        return starts[len(entries) - 1] if entries else 0
+            held = len(starts) + 1
+            start = max(starts[-1] if starts else 0, self._floor_of(entries, held))
+            starts.append(self._moved(entries, start, held - self.budget.keep_recent_steps, batch))
+        return max(floor, starts[len(entries) - 1] if entries else 0)
+
+    def _batch_tokens(self) -> int | None:
+        """`strip_batch_tokens`, capped: results waiting for their batch may hold at most a
+        quarter of the threshold, so a small budget strips sooner rather than compacting
+        (docs/context.md, "summarize": stripping in batches)."""
+        batch = self.strip_batch_tokens
+        if batch is None:
+            return None
+        return min(batch, max(1, self.budget.compact_threshold // BATCH_SHARE_OF_THRESHOLD))
+
+    def _moved(self, entries: Sequence[StepEntry], start: int, over_end: int, batch: int) -> int:
+        """The boundary after `start` once the steps before `over_end` have aged out of the
+        newest N: moved there when they number `stride` or hold more than `batch` tokens."""
+        if over_end > start and (
+            over_end - start >= self.stride
+            or sum(e.whole_tokens for e in entries[start:over_end]) > batch
+        ):
+            return over_end
+        return start
+
+    def _round_floor(self, conversation: Conversation, held: int) -> int:
+        """With `fold_rounds`, the first step of the round the newest of the first `held`
+        steps belongs to (all `held` when a round opened after them): a new round starts
+        with the earlier rounds folded (docs/context.md, "summarize"). A round opens after a
+        wait (the Scheduler's other work, an approval) that often outlives the prompt cache,
+        so what it re-sends is written again anyway: the earlier rounds' tool results are
+        left out then rather than paid for on every later request; their first input and
+        last answer stay, and the ledger keeps their paths and ids. 0 without it, or while
+        the server clears the results (`tool_result_clearing = "server"`)."""
+        if not self.fold_rounds or self.tool_result_clearing == "server" or held == 0:
+            return 0
+        entries = conversation.entries
+        if held == len(entries) and len(conversation.round_entries) - 1 > entries[-1].round_index:
+            return held  # a round opened after the newest step: every step held is earlier
+        return self._floor_of(entries, held)
+
+    def _floor_of(self, entries: Sequence[StepEntry], held: int) -> int:
+        """The first step of the round of the `held`-th step (a function of the steps alone,
+        so the boundaries worked out step by step stay the same once a round opens)."""
+        if not self.fold_rounds or self.tool_result_clearing == "server" or held == 0:
+            return 0
+        newest = entries[held - 1].round_index
+        return bisect_left(entries, newest, lo=0, hi=held, key=lambda e: e.round_index)
 
     def _natural_after(self, conversation: Conversation, ahead: int) -> int:
         """`_natural_start` once `ahead` more steps are held, from the steps held now (the
-        batch the newest steps make as they age out of the last N)."""
+        batch the newest steps make as they age out of the last N; they join the open
+        round, so its floor stays)."""
         entries = conversation.entries
         start = self._natural_start(conversation)
-        batch = self.strip_batch_tokens
+        if self.tool_result_clearing == "server":
+            return start
+        batch = self._batch_tokens()
+        floor = self._round_floor(conversation, len(entries))
         for count in range(len(entries) + 1, len(entries) + ahead + 1):
             if batch is None:
-                start = recent_start(count, self.budget, self.stride)
+                start = max(floor, recent_start(count, self.budget, self.stride))
                 continue
-            batch = min(batch, max(1, self.budget.compact_threshold // BATCH_SHARE_OF_THRESHOLD))
             over_end = min(count - self.budget.keep_recent_steps, len(entries))
-            if over_end > start and (
-                over_end - start >= self.stride
-                or sum(e.whole_tokens for e in entries[start:over_end]) > batch
-            ):
-                start = over_end
+            start = self._moved(entries, start, over_end, batch)
         return start
 
     def _advance(self, conversation: Conversation) -> None:
@@ -157,10 +207,14 @@ class SummarizeStrategy(StrategyBase):
         if target < self._boundary:
             self._reset(conversation)  # a replayed pin earlier than the live boundary
         self._boundary = max(self._boundary, target)
-        if self._boundary >= len(entries):
-            return
-        first_recent_round = entries[self._boundary].round_index
         rounds = conversation.round_entries
+        if self._boundary < len(entries):
+            first_recent_round = entries[self._boundary].round_index
+        elif entries and len(rounds) - 1 > entries[-1].round_index:
+            # Past every step: a round opened since, and the earlier ones are all history.
+            first_recent_round = len(rounds) - 1
+        else:
+            return
         # Rounds wholly before the boundary join the history, once each, in order.
         while self._history_rounds < first_recent_round:
             r = self._history_rounds
@@ -211,6 +265,29 @@ class SummarizeStrategy(StrategyBase):
             )
             self._note = (span, note)
         return self._note[1]
+
+    def compose_payload(
+        self, system: SystemPrompt, tools: Sequence[ToolSpec], conversation: Conversation
+    ) -> Payload:
+        """The next request, with the server-side edits this strategy asks for, if any."""
+        payload = super().compose_payload(system, tools, conversation)
+        return with_edits(payload, self.server_edits(conversation, summary=False))
+
+    def compaction_payload(self, conversation: Conversation) -> Payload:
+        """The summary request, with the same server-side edits as the turns."""
+        payload = super().compaction_payload(conversation)
+        return with_edits(payload, self.server_edits(conversation, summary=True))
+
+    def server_edits(self, conversation: Conversation, *, summary: bool) -> list[dict[str, Any]]:
+        """The `context_management` edits of the next request (docs/context.md,
+        "Server-side context management"): with `tool_result_clearing = "server"`, the
+        clearing of older tool results in batches of a strip batch's size."""
+        if self.tool_result_clearing != "server":
+            return []
+        threshold = self.budget.compact_threshold
+        cap = max(1, threshold // CLEAR_SHARE_OF_THRESHOLD)
+        batch = min(self.strip_batch_tokens or cap, cap)
+        return [clear_tool_uses_edit(keep=self.budget.keep_recent_steps, clear_at_least=batch)]
 
     def fits(self, conversation: Conversation, ready: ReadySummary) -> bool:
         """Whether `ready` can be used now: with the steps appended since its request kept

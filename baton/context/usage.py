@@ -14,6 +14,16 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     output_tokens: int = 0
+    cache_creation_1h_input_tokens: int = 0
+    """The part of `cache_creation_input_tokens` written to live an hour (`"ttl": "1h"`,
+    billed 2x input instead of 1.25x); the API's `cache_creation.ephemeral_1h_input_tokens`."""
+    compaction_input_tokens: int = 0
+    """Input tokens of a server-side compaction this call ran (the `compaction` entry of the
+    API's `usage.iterations`), billed on top of the fields above and not part of the
+    context; the other three counts of that entry follow."""
+    compaction_cache_creation_input_tokens: int = 0
+    compaction_cache_read_input_tokens: int = 0
+    compaction_output_tokens: int = 0
 
     @property
     def context_tokens(self) -> int:

@@ -9,7 +9,7 @@ optional assertion in model clients. Each problem names its location the way the
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from baton.context.errors import InvalidRequestError
@@ -21,7 +21,7 @@ REQUEST_FIELDS = frozenset(
         "model", "max_tokens", "messages", "system", "tools", "tool_choice", "metadata",
         "stop_sequences", "stream", "thinking", "cache_control", "container", "diagnostics",
         "inference_geo", "output_config", "service_tier", "speed", "user_profile_id",
-        "workspace_id",
+        "workspace_id", "context_management",
     }
 )  # fmt: skip
 # Sampling parameters are refused with a 400 since 2026-10-21, even at their default values.
@@ -58,7 +58,45 @@ def validate_request(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
             f"Found {cache_points}."
         )
+    _check_ttl_order(body, problems)
     return problems
+
+
+def _check_ttl_order(body: Mapping[str, Any], problems: list[str]) -> None:
+    """A 1-hour breakpoint may not follow a 5-minute one in prompt order."""
+    five_minutes: str | None = None
+    for where, control in _breakpoints_in_order(body):
+        if control.get("ttl", "5m") != "1h":
+            five_minutes = five_minutes or where
+        elif five_minutes is not None:
+            problems.append(
+                f"{where}.cache_control: a breakpoint with ttl '1h' must come before every "
+                f"breakpoint with ttl '5m' (tools, then system, then messages); {five_minutes} "
+                "has '5m'"
+            )
+            return
+
+
+def _breakpoints_in_order(body: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each block's `cache_control`, in the cache's order: tools → system → messages."""
+    for key in ("tools", "system", "messages"):
+        items = body.get(key)
+        for i, item in enumerate(items if isinstance(items, list) else ()):
+            if key != "messages":
+                yield from _control_of(item, f"{key}.{i}")
+                continue
+            content = item.get("content") if isinstance(item, Mapping) else None
+            for j, block in enumerate(content if isinstance(content, list) else ()):
+                inner = block.get("content") if isinstance(block, Mapping) else None
+                for k, nested in enumerate(inner if isinstance(inner, list) else ()):
+                    yield from _control_of(nested, f"messages.{i}.content.{j}.content.{k}")
+                yield from _control_of(block, f"messages.{i}.content.{j}")
+
+
+def _control_of(block: Any, where: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    control = block.get("cache_control") if isinstance(block, Mapping) else None
+    if isinstance(control, Mapping):
+        yield where, control
 
 
 def check_request(
@@ -186,7 +224,9 @@ def _check_messages(messages: Sequence[Any], problems: list[str], strict: bool) 
         if role not in _ROLES:
             problems.append(f"{where}.role: Input should be 'user' or 'assistant' (got {role!r})")
             continue
-        if i == 0 and role != "user":
+        if i == 0 and role != "user" and not _opens_with_compaction(message):
+            # A client may start from the server's summary (docs/context.md, "Server-side
+            # context management").
             problems.append(f"{where}: The first message must use the user role")
         if strict and role == previous_role:
             problems.append(f"{where}: roles must alternate between user and assistant")
@@ -275,6 +315,8 @@ def _check_blocks(
                 problems.append(f"{at}.input: Input should be a valid dictionary")
         elif kind in THINKING_BLOCK_TYPES:
             _check_thinking_block(block, at=at, role=role, problems=problems)
+        elif kind == "compaction":
+            _check_compaction_block(block, at=at, role=role, problems=problems)
         elif kind == "tool_result":
             _check_tool_result(
                 block,
@@ -302,6 +344,23 @@ def _check_thinking_block(
             problems.append(f"{at}.{name}: Field required")
     if block.get("cache_control") is not None:
         problems.append(f"{at}.cache_control: thinking blocks cannot be cached directly")
+
+
+def _opens_with_compaction(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and bool(content) and _is_block(content[0], "compaction")
+
+
+def _check_compaction_block(
+    block: Mapping[str, Any], *, at: str, role: str, problems: list[str]
+) -> None:
+    if role != "assistant":
+        problems.append(f"{at}: compaction blocks may only appear in assistant messages")
+    for name in ("content", "encrypted_content", "signature"):
+        if block.get(name) is not None and not isinstance(block[name], str):
+            problems.append(f"{at}.{name}: Input should be a valid string")
+    if block.get("tool_changes") is not None and not isinstance(block["tool_changes"], list):
+        problems.append(f"{at}.tool_changes: Input should be a valid list")
 
 
 def _check_tool_result(

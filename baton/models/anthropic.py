@@ -18,7 +18,12 @@ What it adds to the SDK:
   forced `tool_choice`, sampling parameters, a prefill or a thinking setting the model
   refuses is an `InvalidRequestError` that says what to change, not a 400 from the API;
 * thinking and redacted-thinking blocks kept in the reply exactly as received, so the tool
-  loop can send them back.
+  loop can send them back;
+* server-side context management: a payload with `betas` or `context_management` goes to the
+  SDK's beta Messages API (`betas` as the `anthropic-beta` header, never in the body); the
+  reply's `compaction` block is kept verbatim, its `context_management` report and the
+  compaction's own `usage.iterations` entry are read into the response (docs/context.md,
+  "Server-side context management").
 
 The key comes from `api_key=` or `ANTHROPIC_API_KEY`, the endpoint from `base_url=` or
 `ANTHROPIC_BASE_URL`. The key is handed to the SDK and nowhere else: no log line, error message
@@ -39,15 +44,17 @@ from typing import Any, Self, cast
 import anyio
 from anthropic import APIConnectionError, APIStatusError, AsyncAnthropic, DefaultAsyncHttpxClient
 from anthropic.types import Message
+from anthropic.types.beta import BetaMessage
 
 from baton._log import get_logger
 from baton.context.errors import InvalidRequestError
 from baton.context.payload import Payload
-from baton.context.usage import Usage
+from baton.context.server_edits import edit_problems
 from baton.errors import BatonError, ConfigError
+from baton.models._sdk_reply import to_response
 from baton.models.errors import ContextOverflowError, ModelCallFailure
 from baton.models.protocol import ModelLimits, ModelResponse, current_call
-from baton.models.rules import ModelRules, current_models, request_problems, rules_for
+from baton.models.rules import ModelRules, current_models, request_problems, rules_for, thinks
 from baton.models.throttle import ModelThrottle
 from baton.runtime.backoff import Backoff
 
@@ -198,17 +205,19 @@ class AnthropicModel:
     async def create(self, payload: Payload) -> ModelResponse:
         """Send `payload` (streaming when `max_tokens` is large) and return the reply."""
         body: dict[str, Any] = {**payload, "model": payload.get("model") or self._name}
+        betas: list[str] | None = body.pop("betas", None)
         rules = self.rules if body["model"] == self._name else rules_for(body["model"])
         problems = request_problems(body, rules)
+        problems += edit_problems(body, betas or [], thinks=thinks(body, rules))
         if problems:
             raise InvalidRequestError(problems)
         stream = body["max_tokens"] > self._stream_above
         async with self._limiter:
             await self._throttle.wait()  # a 429 to any conversation holds back every one
             started = self._clock()
-            message = await self._send(body, stream)
+            message = await self._send(body, stream, betas)
             latency_ms = max(0.0, (self._clock() - started) * 1000)
-        response = _to_response(message, latency_ms)
+        response = to_response(message, latency_ms)
         log.debug(
             "model.reply",
             model=response.model,
@@ -225,15 +234,22 @@ class AnthropicModel:
         body: dict[str, Any] = {k: v for k, v in payload.items() if k in ("system", "tools")}
         body["messages"] = payload["messages"]
         body["model"] = payload.get("model") or self._name
+        betas = payload.get("betas")
         # Not under the limiter: counting is a cheap, separately rate-limited endpoint, and an
         # actor checking its budget should not queue behind generations.
         try:
-            result = await self._client.messages.count_tokens(**body)
+            if betas is None and "context_management" not in payload:
+                counted = await self._client.messages.count_tokens(**body)
+                return counted.input_tokens
+            # The server counts what its edits leave (clear_thinking needs the thinking).
+            managed = ("context_management", "thinking")
+            body.update({k: v for k, v in payload.items() if k in managed})
+            beta = await self._client.beta.messages.count_tokens(**body, **_betas(betas))
         except APIStatusError as exc:
             raise self._translate(exc) from exc
         except APIConnectionError as exc:
             raise self._unreachable(exc) from exc
-        return result.input_tokens
+        return beta.input_tokens
 
     async def limits(self) -> ModelLimits:
         """The window and output cap from the Models API, cached; the configured values if not.
@@ -304,12 +320,14 @@ class AnthropicModel:
             return {}
         return current_models(listed)
 
-    async def _send(self, body: dict[str, Any], stream: bool) -> Message:
+    async def _send(
+        self, body: dict[str, Any], stream: bool, betas: list[str] | None
+    ) -> Message | BetaMessage:
         attempt = 0
         cause: Exception
         while True:
             try:
-                return await self._attempt(body, stream)
+                return await self._attempt(body, stream, betas)
             except APIStatusError as exc:
                 if attempt < self._stream_retries and _retryable_in_stream(exc):
                     delay = self._backoff.delay(attempt, self._rand())
@@ -336,10 +354,19 @@ class AnthropicModel:
             )
             raise failure from cause
 
-    async def _attempt(self, body: dict[str, Any], stream: bool) -> Message:
+    async def _attempt(
+        self, body: dict[str, Any], stream: bool, betas: list[str] | None
+    ) -> Message | BetaMessage:
         _silence_sdk_model_deprecation()
         call = current_call()
         headers = call.headers() if call is not None else {}
+        if betas is not None or "context_management" in body:
+            beta = self._client.beta.messages
+            if stream:
+                async with beta.stream(**body, **_betas(betas), extra_headers=headers) as events:
+                    return await events.get_final_message()
+            created = await beta.create(**body, **_betas(betas), extra_headers=headers)
+            return cast(BetaMessage, created)
         if stream:
             async with self._client.messages.stream(**body, extra_headers=headers) as events:
                 return await events.get_final_message()
@@ -393,41 +420,10 @@ def _describe(exc: APIStatusError | APIConnectionError) -> str:
     return type(exc).__name__
 
 
+def _betas(betas: list[str] | None) -> dict[str, Any]:
+    return {} if betas is None else {"betas": betas}
+
+
 def _call_fields() -> dict[str, Any]:
     call = current_call()
     return call.log_fields() if call is not None else {}
-
-
-def _to_response(message: Message, latency_ms: float) -> ModelResponse:
-    content: list[dict[str, Any]] = []
-    for block in message.content:
-        if block.type == "text":
-            # An empty text block cannot be sent back in a later request, so it is dropped.
-            if block.text.strip():
-                content.append({"type": "text", "text": block.text})
-        elif block.type == "tool_use":
-            content.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-            )
-        elif block.type == "thinking":
-            # Kept whole, empty text included: the tool loop must send it back unchanged.
-            content.append(
-                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-            )
-        elif block.type == "redacted_thinking":
-            content.append({"type": "redacted_thinking", "data": block.data})
-        else:
-            log.warning("model.block_dropped", model=message.model, block_type=block.type)
-    usage = message.usage
-    return ModelResponse(
-        content=content,
-        stop_reason=message.stop_reason,
-        usage=Usage(
-            input_tokens=usage.input_tokens,
-            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
-            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
-            output_tokens=usage.output_tokens,
-        ),
-        model=message.model,
-        latency_ms=latency_ms,
-    )

@@ -4,9 +4,11 @@ Online, each agent's model is looked up in the Models API (`Model.limits()`, cac
 agents' own start reuses it). A model the API calls retired, or does not know (HTTP 404), is
 a `RetiredModelError` naming the actor, the model and the current model of its line to set
 instead; a deprecated one is a warning with its retirement date and the same advice. The
-thinking setting and effort level are checked against what the model accepts (its
-capabilities online, what baton knows of its id offline), so a setting the API would refuse
-on every call stops the start instead. Offline nothing is looked up: no network, no key.
+thinking setting and effort level, and the server-side context management the agent's
+`strategy = "server"` or `tool_result_clearing = "server"` needs, are checked against what
+the model accepts (its capabilities online, what baton knows of its id offline), so a
+setting the API would refuse on every call stops the start instead. Offline nothing is
+looked up: no network, no key.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Protocol
 import anyio
 
 from baton._log import get_logger
+from baton.context.server_edits import CLEAR_TOOL_USES_EDIT, COMPACT_EDIT
 from baton.context.strategy import Effort, Thinking
 from baton.errors import ConfigError
 from baton.models.errors import RetiredModelError
@@ -42,6 +45,10 @@ class ModelSettings(Protocol):
     def thinking(self) -> Thinking: ...
     @property
     def effort(self) -> Effort | None: ...
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def tool_result_clearing(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,7 @@ async def check_agent_models(agents: Sequence[AgentModel]) -> list[str]:
             warnings.append(_deprecation(agent, limits, replacement))
         rules = limits.rules if online and limits.rules is not None else None
         check_thinking(agent.actor, agent.config, rules or rules_for(agent.config.model))
+        check_context_edits(agent.actor, agent.config, rules or rules_for(agent.config.model))
     return warnings
 
 
@@ -156,3 +164,19 @@ def check_thinking(actor: str, config: ModelSettings, rules: ModelRules) -> None
             if accepted
             else f"actor {actor!r}: {model} takes no effort level; remove {where} effort"
         )
+
+
+def check_context_edits(actor: str, config: ModelSettings, rules: ModelRules) -> None:
+    """`ConfigError` when the actor's settings need a server-side context edit the model
+    does not support (docs/models.md, "The lifecycle check at start")."""
+    needs = (
+        ("strategy", config.strategy, COMPACT_EDIT, '"summarize"'),
+        ("tool_result_clearing", config.tool_result_clearing, CLEAR_TOOL_USES_EDIT, '"client"'),
+    )
+    for setting, value, edit, instead in needs:
+        if value == "server" and edit not in rules.context_edits:
+            raise ConfigError(
+                f"actor {actor!r}: {config.model} does not support {edit}, which "
+                f'{setting} = "server" needs; set [actors.{actor}] {setting} = {instead} in '
+                "baton.toml, or a model that supports it"
+            )

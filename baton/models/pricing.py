@@ -144,19 +144,36 @@ def cost_usd(
     """The estimated cost in USD of one call's `usage` on `model` (at the tier its prompt's
     length picks); None if a price it needs is unknown.
 
-    Cache writes are priced at `cache_ttl`'s rate: baton's own breakpoints name no `ttl`, so
-    they live 5 minutes (docs/context.md, "Prompt-cache breakpoints"), and the token log
-    does not split writes by lifetime.
+    Cache writes are priced at `cache_ttl`'s rate, except the part `usage` reports as written
+    for an hour (`cache_creation_1h_input_tokens`), always at the 1-hour rate. A server-side
+    compaction the call ran is billed too, on its own prompt's tier (docs/models.md, "Prices").
     """
-    price = price_for(model, prices).for_prompt(prompt_tokens(usage))
+    row = price_for(model, prices)
+    price = row.for_prompt(prompt_tokens(usage))
     write = price.cache_write_5m if cache_ttl == "5m" else price.cache_write_1h
-    total = 0.0
-    for tokens, rate in (
+    hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
+    counts = [
         (usage.input_tokens, price.input),
-        (usage.cache_creation_input_tokens, write),
+        (usage.cache_creation_input_tokens - hour, write),
+        (hour, price.cache_write_1h),
         (usage.cache_read_input_tokens, price.cache_read),
         (usage.output_tokens, price.output),
-    ):
+    ]
+    compaction_prompt = (
+        usage.compaction_input_tokens
+        + usage.compaction_cache_creation_input_tokens
+        + usage.compaction_cache_read_input_tokens
+    )
+    if compaction_prompt or usage.compaction_output_tokens:
+        tier = row.for_prompt(compaction_prompt)
+        counts += [
+            (usage.compaction_input_tokens, tier.input),
+            (usage.compaction_cache_creation_input_tokens, tier.cache_write_5m),
+            (usage.compaction_cache_read_input_tokens, tier.cache_read),
+            (usage.compaction_output_tokens, tier.output),
+        ]
+    total = 0.0
+    for tokens, rate in counts:
         if tokens == 0:
             continue  # a kind of token not used needs no price
         if rate is None:

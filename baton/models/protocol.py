@@ -49,6 +49,20 @@ class ModelResponse(BaseModel):
     usage: Usage
     model: str = Field(description="the model that answered; `offline-scripted` offline")
     latency_ms: float = Field(ge=0, description="wall time of the call, retries included")
+    context_management: dict[str, Any] | None = Field(
+        None,
+        description="what the server's context editing did to this request "
+        "(`applied_edits`), when the request asked for any (docs/context.md, "
+        '"Server-side context management")',
+    )
+
+    @property
+    def compaction(self) -> dict[str, Any] | None:
+        """The server's `compaction` block, when this reply carries one (it comes first)."""
+        for block in self.content:
+            if block["type"] == "compaction":
+                return dict(block)
+        return None
 
     @field_validator("content", mode="before")
     @classmethod
@@ -86,10 +100,15 @@ def _check_block(index: int, block: Any) -> dict[str, Any]:
     elif kind == "redacted_thinking":
         if not isinstance(block.get("data"), str):
             raise TypeError(f"content.{index}.data must be a string")
+    elif kind == "compaction":
+        # Kept verbatim (signature, encrypted content, tool changes): it goes back unchanged.
+        content = block.get("content")
+        if content is not None and not isinstance(content, str):
+            raise TypeError(f"content.{index}.content must be a string or null")
     else:
         raise TypeError(
-            f"content.{index}.type must be text, tool_use, thinking or redacted_thinking, "
-            f"not {kind!r}"
+            f"content.{index}.type must be text, tool_use, thinking, redacted_thinking or "
+            f"compaction, not {kind!r}"
         )
     return dict(block)
 
@@ -245,4 +264,30 @@ def model_call_fields(
         "thinking": str(budget.thinking),
         "effort": budget.effort,
         "cost_usd": cost_usd(response.model, usage, prices=prices),
+        **_server_fields(response),
     }
+
+
+def _server_fields(response: ModelResponse) -> dict[str, Any]:
+    """The optional fields of a call that wrote 1-hour cache entries or ran server-side
+    context management (docs/token-log.md); absent otherwise, so old lines keep their shape."""
+    usage = response.usage
+    fields: dict[str, Any] = {}
+    if usage.cache_creation_1h_input_tokens:
+        fields["cache_creation_1h_input_tokens"] = usage.cache_creation_1h_input_tokens
+    compaction = (
+        usage.compaction_input_tokens,
+        usage.compaction_cache_creation_input_tokens,
+        usage.compaction_cache_read_input_tokens,
+        usage.compaction_output_tokens,
+    )
+    if any(compaction):
+        # As the call's own counts: uncached, written, read (docs/token-log.md).
+        fields["compaction_input_tokens"] = usage.compaction_input_tokens
+        fields["compaction_cache_creation_input_tokens"] = compaction[1]
+        fields["compaction_cache_read_input_tokens"] = compaction[2]
+        fields["compaction_output_tokens"] = usage.compaction_output_tokens
+    edits = (response.context_management or {}).get("applied_edits")
+    if edits:
+        fields["applied_edits"] = edits
+    return fields

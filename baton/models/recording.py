@@ -7,7 +7,10 @@ from it (`ReplayModel`), by the call's key: actor, conversation, turn and purpos
 
 One JSON object a line, appended whole and fsynced, so a killed run keeps every reply it got;
 a torn last line is ignored on reading and cut off before the next append. A key recorded
-twice (a resumed run made the call again, or a later recording) keeps its latest reply.
+twice (a resumed run made the call again, or a later recording) keeps its latest reply. A
+server-side compaction pause (`stop_reason: "compaction"`, the block alone) is kept beside
+the reply of its key: it is replayed first, until the request carries its block back
+(docs/context.md, "Server-side context management").
 """
 
 from __future__ import annotations
@@ -178,12 +181,47 @@ def _parse_line(line: bytes, shown: str, number: int) -> RecordedReply:
     raise RecordingFileError(shown, number, problem)
 
 
+def _compaction_problem(response: ModelResponse) -> str | None:
+    """What is wrong with where a reply holds a compaction block (None: nothing): the server
+    puts one first, and a pause is that block alone."""
+    kinds = [block["type"] for block in response.content]
+    if "compaction" in kinds[1:]:
+        return "response.content: a compaction block must come first"
+    if response.stop_reason == "compaction" and kinds != ["compaction"]:
+        return (
+            'response.content: a reply with stop_reason "compaction" is its compaction block alone'
+        )
+    return None
+
+
+def _is_pause(response: ModelResponse) -> bool:
+    return response.stop_reason == "compaction"
+
+
+def _carries(payload: Payload, pause: ModelResponse) -> bool:
+    """Whether `payload` sends back the compaction block of `pause` (its latest one does)."""
+    block = {k: v for k, v in (pause.compaction or {}).items() if k != "cache_control"}
+    for message in reversed(payload["messages"]):
+        content = message["content"]
+        for sent in reversed(content) if isinstance(content, list) else ():
+            if sent["type"] == "compaction":
+                return block == {k: v for k, v in sent.items() if k != "cache_control"}
+    return False
+
+
 class Recording:
     """A scenario's recorded replies by key (the latest line of a key wins)."""
 
-    def __init__(self, path: Path, replies: Mapping[RecordingKey, RecordedReply]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        replies: Mapping[RecordingKey, RecordedReply],
+        pauses: Mapping[RecordingKey, RecordedReply] | None = None,
+    ) -> None:
         self.path = path
         self.replies = dict(replies)
+        self.pauses = dict(pauses or {})
+        """The compaction pauses by key, each before the reply of its key."""
 
     @classmethod
     def load(cls, path: Path, shown: str | None = None) -> Recording:
@@ -207,17 +245,25 @@ class Recording:
     def _parsed(cls, data: bytes, path: Path, name: str) -> Recording:
         lines = data.split(b"\n")
         replies: dict[RecordingKey, RecordedReply] = {}
+        pauses: dict[RecordingKey, RecordedReply] = {}
         torn = lines.pop()  # what follows the last newline: empty, or a torn write
         if torn.strip():
             log.warning("recording.torn_line_ignored", path=str(path), line=len(lines) + 1)
         for number, line in enumerate(lines, start=1):
             if line.strip():
                 reply = _parse_line(line, name, number)
-                replies[reply.key] = reply
-        return cls(path, replies)
+                problem = _compaction_problem(reply.response)
+                if problem is not None:
+                    raise RecordingFileError(name, number, problem)
+                (pauses if _is_pause(reply.response) else replies)[reply.key] = reply
+        return cls(path, replies, pauses)
 
-    def reply(self, key: RecordingKey) -> RecordedReply | None:
-        """The recorded reply to the call `key` names, if any."""
+    def reply(self, key: RecordingKey, payload: Payload | None = None) -> RecordedReply | None:
+        """The recorded reply to the call `key` names, if any: its compaction pause when one
+        was recorded and `payload` does not carry that block back yet."""
+        pause = self.pauses.get(key)
+        if pause is not None and (payload is None or not _carries(payload, pause.response)):
+            return pause
         return self.replies.get(key)
 
 
@@ -295,7 +341,7 @@ class ReplayModel:
         started = time.monotonic()
         call = current_call()
         key = recording_key(call) if call is not None else None
-        found = self.recording.reply(key) if key is not None else None
+        found = self.recording.reply(key, payload) if key is not None else None
         if found is None:
             actor = call.actor if call is not None else "?"
             turn = call.turn if call is not None else 0

@@ -5,8 +5,9 @@ The Messages API answers some requests with a 400 only on some models: a forced
 prefill on the 5.x generation, manual thinking budgets where only adaptive thinking exists,
 `disabled` thinking on the models that always think. Sampling parameters are refused on
 every model by the API version the SDK speaks, and here too. `rules_for(model)` knows these
-from the model id; `ModelRules.with_capabilities` replaces the thinking and effort part with
-what the Models API reports at run time, which is the authority when it is reachable.
+from the model id; `ModelRules.with_capabilities` replaces the thinking, effort and
+server-side context-management part (`context_edits`) with what the Models API reports at run
+time, which is the authority when it is reachable.
 `request_problems` is the check a client runs before it sends, so such a request fails here
 with a message that says what to change, not as a 400 (docs/models.md explains each rule).
 """
@@ -19,6 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from baton.context.server_edits import (
+    CLEAR_THINKING_EDIT,
+    CLEAR_TOOL_USES_EDIT,
+    COMPACT_EDIT,
+)
 from baton.context.validation import SAMPLING_PARAMETERS
 
 ThinkingType = str
@@ -29,6 +35,17 @@ EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 FORCED_TOOL_CHOICES = frozenset({"any", "tool"})
 # What a model is known to take before its capabilities are read (`xhigh` only some do).
 _BASIC_EFFORT = frozenset({"low", "medium", "high", "max"})
+CONTEXT_EDITS = frozenset({CLEAR_THINKING_EDIT, CLEAR_TOOL_USES_EDIT, COMPACT_EDIT})
+"""The server-side context-management edits (docs/context.md, "Server-side context
+management"); compaction came with the 4.6 generation, clearing with the 4.x models."""
+_CLEARING_EDITS = frozenset({CLEAR_THINKING_EDIT, CLEAR_TOOL_USES_EDIT})
+# What baton sets to avoid each edit a model lacks (docs/models.md, "The lifecycle check at
+# start").
+_EDIT_ADVICE = {
+    COMPACT_EDIT: 'set strategy = "summarize" in [actors.<name>]',
+    CLEAR_TOOL_USES_EDIT: 'set tool_result_clearing = "client" in [actors.<name>]',
+    CLEAR_THINKING_EDIT: "leave the edit out",
+}
 NEW_TOKENIZER_RATIO = 1.3
 """Tokens the tokenizer of the 4.7 generation on counts per token of the older one."""
 
@@ -62,6 +79,7 @@ class ModelRules(BaseModel):
     prefill: bool = True
     tokenizer_ratio: float = 1.0
     min_cache_tokens: int = 1024
+    context_edits: frozenset[str] = CONTEXT_EDITS
 
     @property
     def thinks_by_default(self) -> bool:
@@ -69,7 +87,8 @@ class ModelRules(BaseModel):
         return self.always_thinks
 
     def with_capabilities(self, capabilities: Mapping[str, Any] | None) -> ModelRules:
-        """These rules with the thinking types and effort levels the Models API reported."""
+        """These rules with the thinking types, effort levels and context-management edits
+        the Models API reported."""
         if not capabilities:
             return self
         update: dict[str, Any] = {}
@@ -87,6 +106,22 @@ class ModelRules(BaseModel):
             update["effort_levels"] = (
                 frozenset(level for level in EFFORT_LEVELS if _supported(effort.get(level)))
                 if effort.get("supported")
+                else frozenset()
+            )
+        edits = capabilities.get("context_management")
+        if isinstance(edits, Mapping):
+            # An edit the listing does not mention keeps what the id says of it.
+            update["context_edits"] = (
+                frozenset(
+                    name
+                    for name in CONTEXT_EDITS
+                    if (
+                        _supported(edits[name])
+                        if edits.get(name) is not None
+                        else name in self.context_edits
+                    )
+                )
+                if edits.get("supported") is not False
                 else frozenset()
             )
         return self.model_copy(update=update)
@@ -125,6 +160,13 @@ def rules_for(model: str) -> ModelRules:
         generation >= (5, 1) and line in ("fable", "mythos")
     )
     takes_effort = generation >= (4, 6) or (line, generation) == ("opus", (4, 5))
+    edits = (
+        CONTEXT_EDITS
+        if generation >= (4, 6)
+        else _CLEARING_EDITS
+        if generation >= (4, 0)
+        else frozenset()
+    )
     return ModelRules(
         model=model,
         line=line,
@@ -136,6 +178,7 @@ def rules_for(model: str) -> ModelRules:
         prefill=not fifth,
         tokenizer_ratio=NEW_TOKENIZER_RATIO if generation >= (4, 7) else 1.0,
         min_cache_tokens=512 if fifth and line in ("opus", "haiku") else 1024,
+        context_edits=edits,
     )
 
 
@@ -175,6 +218,7 @@ def request_problems(body: Mapping[str, Any], rules: ModelRules) -> list[str]:
             "tool_choice: a forced tool_choice cannot be combined with thinking; "
             "use {'type': 'auto'}"
         )
+    problems += _edit_problems(body, rules)
     messages = body.get("messages")
     if (
         not rules.prefill
@@ -182,11 +226,35 @@ def request_problems(body: Mapping[str, Any], rules: ModelRules) -> list[str]:
         and messages
         and isinstance(messages[-1], Mapping)
         and messages[-1].get("role") == "assistant"
+        and not _ends_with_compaction(messages[-1])
     ):
         problems.append(
             f"messages: {name} does not accept an assistant prefill; end the request with a "
             "user message"
         )
+    return problems
+
+
+def _ends_with_compaction(message: Mapping[str, Any]) -> bool:
+    # Continuing after a compaction pause sends the summary back as the last (assistant)
+    # turn: the model answers from it, nothing is prefilled (docs/context.md, "Server-side
+    # context management").
+    content = message.get("content")
+    last = content[-1] if isinstance(content, list) and content else None
+    return isinstance(last, Mapping) and last.get("type") == "compaction"
+
+
+def _edit_problems(body: Mapping[str, Any], rules: ModelRules) -> list[str]:
+    config = body.get("context_management")
+    edits = config.get("edits") if isinstance(config, Mapping) else None
+    problems: list[str] = []
+    for index, edit in enumerate(edits if isinstance(edits, list) else ()):
+        kind = edit.get("type") if isinstance(edit, Mapping) else None
+        if kind in CONTEXT_EDITS and kind not in rules.context_edits:
+            problems.append(
+                f"context_management.edits.{index}: {rules.model} does not support {kind}; "
+                f"{_EDIT_ADVICE[kind]}"
+            )
     return problems
 
 

@@ -2,8 +2,12 @@
 
 It plays a script of replies per actor (text and `tool_use` blocks), or asks a policy
 callable, and reports usage the way the API would: input tokens from the project's estimator,
-split by a prompt-cache simulation into plain, cache-write and cache-read tokens. Every reply
-and log line names the model `offline-scripted`, so nobody mistakes it for Claude.
+split by a prompt-cache simulation into plain, cache-write and cache-read tokens. A payload
+that declares `context_management` edits is read as the server would read it, through
+`baton.context.server_edits` as the Messages API stand-in does (docs/context.md, "Server-side
+context management"): cleared, cut at its latest compaction block, and compacted past the
+trigger (a compaction pause is the block alone and takes no script turn). Every reply and log
+line names the model `offline-scripted`, so nobody mistakes it for Claude.
 
 A script is resumable: the reply to a `purpose="turn"` call is the script entry at the bound
 `CallContext.turn`, so an agent that restarts from its journal at turn 7 gets entry 7, not
@@ -34,7 +38,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TypeAlias
+from typing import Annotated, Any, Literal, Self, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -42,13 +46,15 @@ from baton._log import get_logger
 from baton.context.errors import InvalidRequestError
 from baton.context.payload import Payload
 from baton.context.prompt_cache import DEFAULT_MIN_CACHE_TOKENS, PrefixCache
-from baton.context.tokens import estimate_block_tokens, estimate_payload_tokens
+from baton.context.server_edits import edit_problems, play_turn, server_view
+from baton.context.tokens import estimate_block_tokens
 from baton.context.usage import Usage
 from baton.context.validation import validate_request
 from baton.models._offline_summaries import compaction_summary, task_summary
 from baton.models._script_file import invalid_script, parse_script_data, read_script_data
 from baton.models.errors import ContextOverflowError, ScriptExhaustedError, ScriptFileError
 from baton.models.protocol import CallContext, ModelLimits, ModelResponse, current_call
+from baton.models.rules import rules_for, thinks
 
 OFFLINE_MODEL_NAME = "offline-scripted"
 ANY_ACTOR = "*"
@@ -210,6 +216,11 @@ class ScriptedCall:
     response: ModelResponse
 
 
+def _body_of(payload: Payload) -> dict[str, Any]:
+    """The request body of `payload`: its `betas` go in a header, never in the body."""
+    return {k: v for k, v in payload.items() if k != "betas"}
+
+
 class ScriptedModel:
     """The offline `Model`: scripted or policy-driven replies with realistic usage figures.
 
@@ -267,35 +278,52 @@ class ScriptedModel:
         return self._limits
 
     async def count_tokens(self, payload: Payload) -> int:
-        """The estimator's count: what `create` would report as total input tokens."""
-        return estimate_payload_tokens(payload)
+        """The estimator's count of what the server reads: what `create` would report as
+        total input tokens."""
+        return server_view(_body_of(payload)).input_tokens
 
     async def create(self, payload: Payload) -> ModelResponse:
         """Reply to `payload` for the bound call context, as the real API would shape it."""
         started = self._clock()
+        body = _body_of(payload)
         if self._validate:
-            problems = validate_request(payload, require_model=False)
+            problems = validate_request(body, require_model=False)
+            rules = rules_for(str(body.get("model") or ""))
+            problems += edit_problems(body, payload.get("betas") or [], thinks=thinks(body, rules))
             if problems:
                 raise InvalidRequestError(problems)
-        total = estimate_payload_tokens(payload)
-        if total > self._limits.context_window:
-            raise ContextOverflowError(total, self._limits.context_window)
+        view = server_view(body)
+        if view.input_tokens > self._limits.context_window:
+            raise ContextOverflowError(view.input_tokens, self._limits.context_window)
         context = self._context()
-        reply = await self._reply(payload, context)
-        content = reply.to_content(f"toolu_{context.actor}_{context.turn:04d}")
-        cached = self.cache.usage_for(payload, namespace=OFFLINE_MODEL_NAME)
-        usage = Usage(
-            input_tokens=cached.input_tokens,
-            cache_creation_input_tokens=cached.cache_creation_input_tokens,
-            cache_read_input_tokens=cached.cache_read_input_tokens,
-            output_tokens=max(1, sum(estimate_block_tokens(b) for b in content)),
-        )
+        turn = play_turn(body, view, cache=self.cache, namespace=OFFLINE_MODEL_NAME)
+        if turn.pause and turn.compaction is not None:
+            # The server answers alone: the script's turn is still to come.
+            content: list[Any] = [turn.compaction]
+            stop_reason, usage = "compaction", turn.usage(None)
+        else:
+            reply = await self._reply(cast(Payload, turn.body), context)
+            content = reply.to_content(f"toolu_{context.actor}_{context.turn:04d}")
+            cached = self.cache.usage_for(turn.body, namespace=OFFLINE_MODEL_NAME)
+            usage = turn.usage(
+                Usage(
+                    input_tokens=cached.input_tokens,
+                    cache_creation_input_tokens=cached.cache_creation_input_tokens,
+                    cache_read_input_tokens=cached.cache_read_input_tokens,
+                    output_tokens=max(1, sum(estimate_block_tokens(b) for b in content)),
+                    cache_creation_1h_input_tokens=cached.cache_creation_1h_input_tokens,
+                )
+            )
+            stop_reason = reply.effective_stop_reason
+            if turn.compaction is not None:
+                content = [turn.compaction, *content]
         response = ModelResponse(
             content=content,
-            stop_reason=reply.effective_stop_reason,
+            stop_reason=stop_reason,
             usage=usage,
             model=OFFLINE_MODEL_NAME,
             latency_ms=max(0.0, (self._clock() - started) * 1000),
+            context_management=turn.context_management,
         )
         sent: Payload = {**payload, "messages": list(payload["messages"])}  # as it was sent
         self.calls.append(ScriptedCall(context=context, payload=sent, response=response))

@@ -78,7 +78,7 @@ def _validate(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     except ValueError as exc:  # a pydantic ValidationError is one too
         log.error("token_log.invalid_record", record_event=event_dict.get("event"), error=str(exc))
         raise structlog.DropEvent from None
-    dumped: EventDict = record.model_dump(mode="json", by_alias=True)
+    dumped: EventDict = record.line()
     if capture_sinks:
         for sink in capture_sinks:
             sink.append(dict(dumped))

@@ -12,7 +12,7 @@ docs/token-log.md document every field from these models.
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -31,6 +31,18 @@ class TokenLogRecord(BaseModel):
         description="the process that wrote the line: HOST:PID, or with a Redis mailbox its "
         "consumer name HOST:PID:ID (as its banner prints it)",
     )
+
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset()
+    """Fields a line leaves out rather than write as null: the ones only some lines of the
+    event have, so the others keep their shape."""
+
+    def line(self) -> dict[str, Any]:
+        """The JSON object the log writes for this record."""
+        dumped = self.model_dump(mode="json", by_alias=True)
+        for name in self.omitted_when_none:
+            if dumped.get(name) is None:
+                dumped.pop(name, None)
+        return dumped
 
 
 _REGISTERED: dict[str, type[TokenLogRecord]] = {}

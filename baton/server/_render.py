@@ -204,6 +204,8 @@ def _type_name(annotation: Any) -> str:
         return " \\| ".join(f'`"{arg}"`' for arg in args)
     if get_origin(annotation) is list:
         return f"list of {_type_name(args[0])}"
+    if get_origin(annotation) is dict:
+        return "object"
     if args:
         return " or ".join(_type_name(arg) for arg in args)
     names = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}

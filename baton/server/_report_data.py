@@ -24,7 +24,7 @@ from baton.pipeline.defaults import DEFAULT_AGENTS
 from baton.pipeline.errors import CommandLineError
 from baton.pipeline.scenario_state import SCHEDULER
 from baton.server._report_runs import RUN_EVENTS, RunSummary, run_conversation, summarize_runs
-from baton.server._tail_filters import TailFilter, log_files, run_of
+from baton.server._tail_filters import TailFilter, log_lines, run_of
 
 APPROVED = "init_to_execute"
 """The Scheduler dispatches a design to Execute only once it is approved (by `baton approve`
@@ -139,21 +139,12 @@ def read_records(path: Path) -> LogRead:
     """The drawn records of the token log at `path`, rotated files first (oldest first),
     read a line at a time so that a log of many rotated files is never held whole."""
     read = LogRead()
-    for file in log_files(path, rotated=True):
+    for _, _, raw in log_lines(path):
         try:
-            handle = file.open("rb")
-        except FileNotFoundError:
-            continue
-        with handle:
-            # A binary file splits on b"\n" only, as the writer does: a record may hold U+2028.
-            for raw in handle:
-                if not raw.strip():
-                    continue
-                try:
-                    record = json.loads(raw)
-                except ValueError:
-                    record = None
-                take(read, record)
+            record = json.loads(raw)
+        except ValueError:
+            record = None
+        take(read, record)
     return read
 
 

@@ -9,7 +9,7 @@ the same conversation, so the conversation is what tells runs apart.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -109,6 +109,22 @@ def log_files(path: Path, *, rotated: bool) -> list[Path]:
     """The token log's files oldest first: its rotated files when `rotated`, then the
     current one."""
     return [*rotated_files(path), path] if rotated else [path]
+
+
+def log_lines(path: Path) -> Iterator[tuple[Path, int, bytes]]:
+    """Every non-blank line of the token log at `path`, rotated files first (oldest first),
+    with its file and line number; read a line at a time, so a log of many rotated files is
+    never held whole. Blocks: it reads the files."""
+    for file in log_files(path, rotated=True):
+        try:
+            handle = file.open("rb")
+        except FileNotFoundError:
+            continue  # rotated away meanwhile, or never written
+        with handle:
+            # Split on b"\n" only, as the writer does: a record may hold U+2028.
+            for number, raw in enumerate(handle, start=1):
+                if raw.strip():
+                    yield file, number, raw
 
 
 EVENTS = events()

@@ -267,6 +267,20 @@ async def _report(args: argparse.Namespace) -> None:
     _print(str(written))
 
 
+async def _cost(args: argparse.Namespace) -> None:
+    # Imported here: only this command replays journals (the agents' and the pipeline's code).
+    from baton.server._cost_command import CostOptions, cost  # noqa: PLC0415
+
+    options = CostOptions(
+        workspace=Path(args.workspace),
+        what_if=args.what_if,
+        scenario=args.scenario,
+        json=args.json,
+        mailbox=args.mailbox,
+    )
+    await cost(options, _print)
+
+
 async def _pull(args: argparse.Namespace) -> None:
     # Imported here: only this command opens the store (and, for s3://, its client).
     from baton.server._pull_command import PullOptions, pull  # noqa: PLC0415
@@ -385,6 +399,34 @@ def _report_arguments(report: argparse.ArgumentParser) -> None:
         metavar="redis://HOST:PORT/DB",
         help="draw every process's lines from the deployment's Redis stream, not this host's "
         "file (see docs/token-log.md, Across processes)",
+    )
+
+
+COST_HELP = (
+    "what a run's model calls billed, per agent, priced at the agent's model (an offline "
+    "run at its configured one); with --what-if, what the same run would have billed under "
+    "other context policies and cache lifetimes (works without a running runtime)"
+)
+
+
+def _cost_arguments(cost: argparse.ArgumentParser) -> None:
+    cost.add_argument(
+        "--what-if",
+        action="store_true",
+        help="replay the run's journal under each context policy (keep all, per-turn strip, "
+        "each strategy, server compaction and clearing), under 5-minute and 1-hour caches",
+    )
+    cost.add_argument(
+        "--scenario",
+        metavar="S",
+        help="only this scenario's runs; S@2: its second run (default: every run in the journal)",
+    )
+    cost.add_argument("--json", action="store_true", help="print the bills as JSON")
+    cost.add_argument(
+        "--mailbox",
+        metavar="redis://HOST:PORT/DB",
+        help="the deployment's journals and every process's token-log lines, from its Redis "
+        "(see docs/token-log.md, Across processes)",
     )
 
 
@@ -587,6 +629,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     _report_arguments(command("report", _report, REPORT_HELP))
 
+    _cost_arguments(command("cost", _cost, COST_HELP))
+
     _pull_arguments(command("pull", _pull, PULL_HELP))
 
     status = command(
@@ -676,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:
         sys.stderr.write(
             "baton: error: choose a command (run, worker, submit, new, tell, ask, tail, report, "
-            "pull, show, approve, reject, dead-letters, memory, stop) — see `baton --help`\n"
+            "cost, pull, show, approve, reject, dead-letters, memory, stop) — see `baton --help`\n"
         )
         return EXIT_USAGE
     logs = CommandLogging(args.name, _log_file(args))

@@ -2,7 +2,8 @@
 
 `ScriptedModel`
     The offline model: replies from a script (per actor, by turn) or a policy callable, with
-    usage figures from baton's token estimator and a prompt-cache simulation. Bind a
+    usage figures from baton's token estimator and a prompt-cache simulation; it plays
+    server-side context management as the stand-in below does. Bind a
     `CallContext` around each call (`with bind_call(...)`) to pick the actor and turn; read
     `model.calls` / `model.calls_for(actor)` to see what each actor sent::
 
@@ -57,6 +58,27 @@
 
         reply = await client.messages.create(model="claude-opus-5-5", ...)
         messages += [{"role": "assistant", "content": reply.content}, tool_results]
+
+    Server-side context management (docs/context.md, "Server-side context management"): a
+    request naming betas in `anthropic-beta` may send `context_management` edits, checked as
+    the API checks them (each edit needs its beta; shapes, the 50,000-token compaction
+    minimum, `clear_thinking_20251015` first and only with thinking; a model row whose
+    `capabilities.context_management` says unsupported refuses the edit) and played by
+    `baton.context.server_edits`, as the offline `ScriptedModel` plays them: blocks before
+    the latest `compaction` block are ignored (thinking there is never checked),
+    `clear_tool_uses_20250919` clears before the input is counted and is reported in
+    `context_management.applied_edits`, and past the `compact_20260112` trigger the reply
+    starts with a signed `compaction` block (alone, `stop_reason: "compaction"`, under
+    `pause_after_compaction`; a pause uses no queued reply), billed in a `compaction` entry
+    of `usage.iterations` outside the top-level counts. A compaction block sent back changed
+    is a 400; streamed, it arrives in one `compaction_delta`::
+
+        reply = await client.beta.messages.create(
+            model="claude-opus-5-5", max_tokens=1024, messages=messages,
+            betas=["compact-2026-01-12"],
+            context_management={"edits": [{"type": "compact_20260112",
+                                            "pause_after_compaction": True}]},
+        )
 
     Point other code at it with `api.env()` (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`).
     `api.hold()` keeps replies waiting (with `api.in_flight` and `await api.wait_in_flight(n)`)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, cast
+from typing import Any
 
 import anyio
 from starlette.applications import Starlette
@@ -18,19 +18,31 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from baton.context.payload import Payload
+from baton.context.server_edits import (
+    ServerTurn,
+    edit_problems,
+    play_turn,
+    server_view,
+    since_compaction,
+    uses_server_edits,
+)
 from baton.context.tokens import estimate_payload_tokens
-from baton.context.validation import THINKING_BLOCK_TYPES, validate_request
-from baton.models.protocol import CallContext, bind_call
-from baton.models.rules import request_problems
+from baton.context.validation import validate_request
+from baton.models.protocol import CallContext
+from baton.models.rules import request_problems, thinks
 from baton.models.scripted import ScriptedResponse
+from baton.testing._standin_context import (
+    beta_names,
+    compaction_problems,
+    issue_reply,
+    iterations_usage,
+    reply_from_model,
+    sealer,
+)
 from baton.testing._standin_models import StandInModel, models_page
 from baton.testing._standin_state import Endpoint, Fault, RecordedRequest, StandInState
 from baton.testing._standin_thinking import (
     BlockReview,
-    ThinkingPlan,
-    issue_blocks,
-    normalize_block,
     output_tokens,
     review_blocks,
     tool_loop_problems,
@@ -46,7 +58,7 @@ from baton.testing._standin_wire import (
 _SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
 _COUNT_TOKENS_FIELDS = frozenset(
     {"messages", "model", "system", "tools", "tool_choice", "thinking", "cache_control"}
-    | {"output_config", "speed", "mcp_servers"}
+    | {"output_config", "speed", "mcp_servers", "context_management"}
 )
 
 
@@ -178,13 +190,18 @@ class StandInApp:
             return self._error(404, f"model: {model}" if card is None else card.retired_message())
         return card
 
-    def _review(self, body: Mapping[str, Any], card: StandInModel) -> BlockReview:
-        """The model's own rules and the thinking blocks: problems, and what the model sees."""
-        review = review_blocks(body, card.id, self.state.signer)
+    def _review(self, body: Mapping[str, Any], card: StandInModel, request: Request) -> BlockReview:
+        """The model's own rules, the context edits and the thinking blocks: problems, and
+        what the model sees (from the latest compaction block on, where the server reads)."""
+        trimmed = {**body, "messages": since_compaction(body["messages"])}
+        review = review_blocks(trimmed, card.id, self.state.signer)
+        betas = beta_names(request.headers)
         review.problems = (
             request_problems(body, card.rules)
+            + edit_problems(body, betas, thinks=thinks(body, card.rules))
+            + compaction_problems(body["messages"], self.state.signer)
             + review.problems
-            + tool_loop_problems(body["messages"], self.state.issued)
+            + tool_loop_problems(trimmed["messages"], self.state.issued)
         )
         return review
 
@@ -206,14 +223,15 @@ class StandInApp:
             )
             self._record(request, "messages", body, 400, problems=(message,))
             return self._error(400, message)
-        review = self._review(body, card)
+        review = self._review(body, card, request)
         dropped = tuple(review.dropped)
         if review.problems:
             refused = tuple(review.problems)
             self._record(request, "messages", body, 400, problems=refused, dropped_blocks=dropped)
             return self._error(400, "; ".join(refused))
         seen = {**body, "messages": review.messages}
-        tokens = card.tokens(estimate_payload_tokens(seen))
+        view = server_view(seen, count=card.tokens)  # cleared before it is counted
+        tokens = view.input_tokens
         window = self.state.context_window or card.max_input_tokens
         if tokens > window:
             message = f"prompt is too long: {tokens} tokens > {window} maximum"
@@ -227,33 +245,28 @@ class StandInApp:
             request, "messages", body, 200, stream=stream, fault=label, dropped_blocks=dropped
         )
         call = CallContext.from_headers(request.headers)
-        return await self._answer(seen, review, stream, fault, call)
-
-    async def _reply_from_model(
-        self, body: Mapping[str, Any], call: CallContext | None
-    ) -> ScriptedResponse:
-        assert self.state.model is not None
-        payload = cast(Payload, {k: v for k, v in body.items() if k != "stream"})
-        if call is None:
-            response = await self.state.model.create(payload)
-        else:
-            with bind_call(call):
-                response = await self.state.model.create(payload)
-        # The stand-in adds (and signs) its own thinking; a model's own would not verify here.
-        content = [b for b in response.content if b.get("type") not in THINKING_BLOCK_TYPES]
-        return ScriptedResponse.model_validate(
-            {"content": content, "stop_reason": response.stop_reason}
+        turn = play_turn(
+            seen,
+            view,
+            cache=self.state.cache,
+            namespace=card.id,
+            count=card.tokens,
+            cached=card.cache_usage,
+            seal=sealer(self.state.signer, card.id),
         )
+        return await self._answer(turn, review, stream, fault, call)
 
     async def _answer(
         self,
-        body: Mapping[str, Any],
+        turn: ServerTurn,
         review: BlockReview,
         stream: bool,
         fault: Fault | None,
         call: CallContext | None = None,
     ) -> Response:
         state = self.state
+        body = turn.body  # what the model answers from
+        card = state.models[body["model"]]
         state.in_flight += 1
         state.max_in_flight = max(state.max_in_flight, state.in_flight)
         self.state.notify()
@@ -261,27 +274,37 @@ class StandInApp:
             if self.state.gate is not None:
                 await self.state.gate.wait()
             breaks_off = fault is not None and fault.mid_stream
-            if state.replies:
+            reply: ScriptedResponse | None = None
+            if turn.pause:
+                pass  # the server answers with its compaction alone: no reply is used
+            elif state.replies:
                 # A stream that breaks off never delivered its reply: keep it for the retry.
                 reply = state.replies[0] if breaks_off else state.replies.popleft()
             elif self.state.model is not None:
-                reply = await self._reply_from_model(body, call)
+                reply = await reply_from_model(self.state.model, body, call)
             else:
                 reply = ScriptedResponse.model_validate(self.state.policy(body))
         finally:
             state.in_flight -= 1
             self.state.notify()
         request_id = self._request_id()
-        content = self._issue(reply.to_content(f"toolu_{request_id}"), body, review)
-        card = state.models[body["model"]]
-        cached = card.cache_usage(state.cache.usage_for(body, namespace=card.id))
-        total, thinking = output_tokens(content)
+        if reply is None:
+            assert turn.compaction is not None, "only a compaction pause has no reply"
+            content, stop_reason = [dict(turn.compaction)], "compaction"
+            usage = iterations_usage(turn, None)
+        else:
+            content = issue_reply(state, reply.to_content(f"toolu_{request_id}"), review, turn)
+            cached = card.cache_usage(state.cache.usage_for(body, namespace=card.id))
+            total, thinking = output_tokens([b for b in content if b["type"] != "compaction"])
+            usage = iterations_usage(turn, usage_body(cached, total, thinking or None))
+            stop_reason = reply.effective_stop_reason
         message = message_body(
             message_id=f"msg_{request_id}",
             model=card.id,
             content=content,
-            stop_reason=reply.effective_stop_reason,
-            usage=usage_body(cached, total, thinking or None),
+            stop_reason=stop_reason,
+            usage=usage,
+            context_management=turn.context_management,
         )
         headers = {"request-id": request_id}
         if not stream:
@@ -298,32 +321,6 @@ class StandInApp:
         headers["cache-control"] = "no-cache"
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
-    def _issue(
-        self, content: list[dict[str, Any]], body: Mapping[str, Any], review: BlockReview
-    ) -> list[dict[str, Any]]:
-        """The reply's final blocks, thinking added and signed; a thinking reply is remembered."""
-        state = self.state
-        plan = ThinkingPlan.for_request(body, state.models[body["model"]])
-        if plan.thinks:
-            state.thinking_replies += 1
-        every = state.redacted_thinking_every
-        blocks = issue_blocks(
-            content,
-            body=body,
-            plan=plan,
-            model=body["model"],
-            signer=state.signer,
-            prefix=review.prefix,
-            redacted=plan.thinks and every > 0 and state.thinking_replies % every == 0,
-        )
-        if any(b["type"] in THINKING_BLOCK_TYPES for b in blocks):
-            # A tool loop from this reply must send all of it back: keyed by its tool ids.
-            normalised = [normalize_block(b) for b in blocks]
-            for block in blocks:
-                if block["type"] == "tool_use":
-                    state.issued[block["id"]] = normalised
-        return blocks
-
     async def _count_tokens(self, request: Request) -> Response:
         body, _, early = await self._preflight(request, "count_tokens")
         if early is not None:
@@ -339,7 +336,7 @@ class StandInApp:
         card = self._card(request, "count_tokens", body, problems)
         if isinstance(card, Response):
             return card
-        review = self._review(body, card)
+        review = self._review(body, card, request)
         dropped = tuple(review.dropped)
         if review.problems:
             refused = tuple(review.problems)
@@ -348,8 +345,12 @@ class StandInApp:
             )
             return self._error(400, "; ".join(refused))
         self._record(request, "count_tokens", body, 200, dropped_blocks=dropped)
-        tokens = card.tokens(estimate_payload_tokens({**body, "messages": review.messages}))
-        return JSONResponse({"input_tokens": tokens})
+        seen = {**body, "messages": review.messages}
+        answer: dict[str, Any] = {"input_tokens": server_view(seen, count=card.tokens).input_tokens}
+        if uses_server_edits(body):
+            original = card.tokens(estimate_payload_tokens(seen))
+            answer["context_management"] = {"original_input_tokens": original}
+        return JSONResponse(answer)
 
     async def _model_list(self, request: Request) -> Response:
         _, _, early = await self._preflight(request, "models")

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from baton.context.prompt_cache import CacheUsage
-from baton.models.rules import EFFORT_LEVELS, ModelRules, rules_for
+from baton.models.rules import CONTEXT_EDITS, EFFORT_LEVELS, ModelRules, rules_for
 
 ThinkingDisplay = Literal["summarized", "omitted"]
 _THINKING_TYPES = ("adaptive", "between_tools", "disabled", "enabled")
@@ -31,17 +31,16 @@ _YES = {"supported": True}
 
 
 def capabilities_for(rules: ModelRules) -> dict[str, Any]:
-    """A complete `ModelCapabilities` object: thinking and effort from `rules`, the rest yes."""
+    """A complete `ModelCapabilities` object: thinking, effort and the context-management
+    edits from `rules`, the rest yes."""
     thinks = bool(rules.thinking_types - {"disabled"})
     return {
         "batch": _YES,
         "citations": _YES,
         "code_execution": _YES,
         "context_management": {
-            "supported": True,
-            "clear_thinking_20251015": _YES,
-            "clear_tool_uses_20250919": _YES,
-            "compact_20260112": _YES,
+            "supported": bool(rules.context_edits),
+            **{name: {"supported": name in rules.context_edits} for name in CONTEXT_EDITS},
         },
         "effort": {
             "supported": bool(rules.effort_levels),
@@ -135,7 +134,9 @@ class StandInModel(BaseModel):
             input_tokens=total - written - read,
             cache_creation_input_tokens=written,
             cache_read_input_tokens=read,
-            ttl=usage.ttl,
+            cache_creation_1h_input_tokens=min(
+                written, math.floor(usage.cache_creation_1h_input_tokens * ratio)
+            ),
         )
 
 

@@ -250,7 +250,8 @@ def tool_loop_problems(
         return []
     if results[0].get("type") != "tool_result":
         return []
-    sent = blocks_of(previous.get("content"))
+    # A compaction block before the reply is the server's, not the model's: not compared.
+    sent = [b for b in blocks_of(previous.get("content")) if b.get("type") != "compaction"]
     ids = [b.get("id") for b in sent if b.get("type") == "tool_use"]
     original = next((issued[i] for i in ids if i in issued), None)
     if original is None or original == [normalize_block(b) for b in sent]:

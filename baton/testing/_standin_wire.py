@@ -6,7 +6,10 @@ Shapes follow the API reference (and what the `anthropic` SDK parses): errors ar
 `message_delta` (stop reason, final output tokens) and `message_stop`, every event named on
 its `event:` line (the SDK skips unnamed ones); an error inside a stream is an `error` event.
 A thinking block streams as an empty `thinking` block, its text in `thinking_delta`s, then
-one `signature_delta`; a `redacted_thinking` block arrives whole in its `content_block_start`.
+one `signature_delta`; a `redacted_thinking` block arrives whole in its `content_block_start`;
+a `compaction` block opens without its `content` and `encrypted_content` and gets both in one
+`compaction_delta` (the SDK's beta stream replaces them, it does not append). The response's
+`context_management` and the `usage.iterations` come with `message_delta`.
 """
 
 from __future__ import annotations
@@ -73,12 +76,8 @@ def usage_body(
         "cache_creation_input_tokens": cache.cache_creation_input_tokens,
         "cache_read_input_tokens": cache.cache_read_input_tokens,
         "cache_creation": {
-            "ephemeral_5m_input_tokens": cache.cache_creation_input_tokens
-            if cache.ttl == "5m"
-            else 0,
-            "ephemeral_1h_input_tokens": cache.cache_creation_input_tokens
-            if cache.ttl == "1h"
-            else 0,
+            "ephemeral_5m_input_tokens": cache.cache_creation_5m_input_tokens,
+            "ephemeral_1h_input_tokens": cache.cache_creation_1h_input_tokens,
         },
         "output_tokens": output_tokens,
         "service_tier": "standard",
@@ -95,8 +94,11 @@ def message_body(
     content: list[dict[str, Any]],
     stop_reason: str,
     usage: dict[str, Any],
+    context_management: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A complete `Message` object, as a non-streaming call returns it."""
+    """A complete `Message` object, as a non-streaming call returns it (with the server's
+    `context_management` report when the request asked for edits)."""
+    managed = {} if context_management is None else {"context_management": context_management}
     return {
         "id": message_id,
         "type": "message",
@@ -106,6 +108,7 @@ def message_body(
         "stop_reason": stop_reason,
         "stop_sequence": None,
         "usage": usage,
+        **managed,
     }
 
 
@@ -133,6 +136,10 @@ def _opening_and_deltas(
         return {"type": "thinking", "thinking": "", "signature": ""}, deltas
     if kind == "redacted_thinking":
         return dict(block), []
+    if kind == "compaction":
+        sealed = ("content", "encrypted_content")
+        delta = {"type": "compaction_delta", **{k: block.get(k) for k in sealed}}
+        return {**block, **dict.fromkeys(sealed)}, [delta]
     opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
     raw = json.dumps(block["input"], ensure_ascii=False)
     # The API opens every tool input with an empty partial_json delta.
@@ -167,17 +174,19 @@ def stream_events(
     """The SSE events of `message`; with `error`, the stream breaks off with that error event."""
     usage = message["usage"]
     # message_delta carries the final counts; the thinking share is only known by then.
-    final_usage = {k: usage[k] for k in ("output_tokens", "output_tokens_details") if k in usage}
+    late = ("output_tokens", "output_tokens_details", "iterations")
+    final_usage = {k: usage[k] for k in late if k in usage}
     opening = {
         **message,
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
         "usage": {
-            **{k: v for k, v in usage.items() if k != "output_tokens_details"},
+            **{k: v for k, v in usage.items() if k not in late},
             "output_tokens": 1,
         },
     }
+    managed = opening.pop("context_management", None)
     yield sse("message_start", {"type": "message_start", "message": opening})
     yield sse("ping", {"type": "ping"})
     for index, block in enumerate(message["content"]):
@@ -194,6 +203,7 @@ def stream_events(
             "type": "message_delta",
             "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
             "usage": final_usage,
+            **({} if managed is None else {"context_management": managed}),
         },
     )
     yield sse("message_stop", {"type": "message_stop"})

@@ -281,7 +281,8 @@ async def test_a_compaction_due_when_the_process_died_runs_before_the_next_call(
             await rt.tell("init", Prompt(text="summarise big.txt"))
             await anyio.sleep_forever()
     records = await FileJournalStore(tmp_path).read("init", "main")
-    assert ["round", "response", "step"] == [r["type"] for r in records]
+    # `facts`: the prompt names a file (`big.txt`), which joins the key-fact ledger.
+    assert ["round", "facts", "response", "step"] == [r["type"] for r in records]
 
     second = scripted(turns)
     async with Runtime.open(tmp_path) as rt:

@@ -28,19 +28,23 @@ def test_init_and_execute_strip_in_batches_by_default() -> None:
     config = load_config(None, environ={})
     options = {name: agent.strategy_options for name, agent in config.actors.items()}
     assert {
-        "init": {"stride": 8, "strip_batch_tokens": 30_000},
-        "execute": {"stride": 10, "strip_batch_tokens": 40_000},
-        "scheduler": {"stride": 1, "strip_batch_tokens": None},
+        "init": {"stride": 8, "strip_batch_tokens": 30_000, "tool_result_clearing": "client"},
+        "execute": {"stride": 10, "strip_batch_tokens": 40_000, "tool_result_clearing": "client"},
+        "scheduler": {"stride": 1, "strip_batch_tokens": None, "tool_result_clearing": "client"},
     } == options
 
 
 def test_the_options_are_read_from_baton_toml(tmp_path: Path) -> None:
     """A table's `stride` and `strip_batch_tokens` override the defaults, key by key."""
     (tmp_path / "baton.toml").write_text(
-        "[actors.execute]\nstride = 4\nstrip_batch_tokens = 9000\n"
+        '[actors.execute]\nstride = 4\nstrip_batch_tokens = 9000\ntool_result_clearing = "server"\n'
     )
     config = load_config(tmp_path, environ={})
-    assert {"stride": 4, "strip_batch_tokens": 9000} == config.agent("execute").strategy_options
+    assert {
+        "stride": 4,
+        "strip_batch_tokens": 9000,
+        "tool_result_clearing": "server",
+    } == config.agent("execute").strategy_options
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
-from ctx_factories import TOOLS
+from collections.abc import Mapping
+from typing import Any
 
-from baton.context.caching import choose_anchors, place_breakpoints
+import pytest
+from ctx_factories import SYSTEM, TOOLS, assert_valid, tool_step
+
+from baton.context.caching import Anchor, choose_anchors, place_breakpoints
+from baton.context.conversation import Conversation
 from baton.context.payload import Message, Payload
 from baton.context.prompt_cache import CacheUsage, PrefixCache
+from baton.context.strategy import ContextBudget
+from baton.context.summarize import SummarizeStrategy
 from baton.context.tokens import estimate_payload_tokens
 from baton.context.validation import validate_request
 
@@ -27,7 +33,7 @@ def test_placement_copies_only_what_it_marks() -> None:
     marked = place_breakpoints(payload, [("tool", 1), ("message", 2, 0)])
     assert "cache_control" not in messages[2]["content"][0]  # type: ignore[operator]
     assert "cache_control" not in TOOLS[1]
-    assert {"type": "ephemeral"} == marked["tools"][1]["cache_control"]
+    assert {"type": "ephemeral", "ttl": "1h"} == marked["tools"][1]["cache_control"]
     assert {"type": "ephemeral"} == marked["messages"][2]["content"][0]["cache_control"]  # type: ignore[index,typeddict-item]
     assert marked["messages"][0] is messages[0]
 
@@ -109,3 +115,75 @@ def test_short_prefixes_are_not_cached() -> None:
         charge.cache_creation_input_tokens,
         charge.cache_read_input_tokens,
     )
+
+
+HOUR = {"type": "ephemeral", "ttl": "1h"}
+
+
+def _controls(payload: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Every `cache_control` of `payload`, in prompt order (tools, system, messages)."""
+    found: list[tuple[str, Any]] = []
+    for key in ("tools", "system"):
+        for i, item in enumerate(payload.get(key) or ()):
+            if "cache_control" in item:
+                found.append((f"{key}.{i}", item["cache_control"]))
+    for i, message in enumerate(payload["messages"]):
+        for j, block in enumerate(message["content"]):
+            if "cache_control" in block:
+                found.append((f"messages.{i}.content.{j}", block["cache_control"]))
+    return found
+
+
+def test_every_breakpoint_but_the_newest_message_lives_an_hour() -> None:
+    """The system prompt and the history's end get the 1-hour TTL, the last message the
+    default five minutes; the request stays valid."""
+    conversation = Conversation()
+    for r in range(2):
+        conversation.start_round(f"round {r}")
+        tool_step(conversation, tools=1)
+        tool_step(conversation, tools=0, text=f"round {r} done")
+    conversation.start_round("round 2")
+    strategy = SummarizeStrategy(ContextBudget(keep_recent_steps=1))
+    payload = strategy.compose_payload(SYSTEM, TOOLS, conversation)
+    last = len(payload["messages"]) - 1
+    assert [
+        ("system.0", HOUR),
+        ("messages.3.content.0", HOUR),  # round 1's answer: the end of the folded history
+        (f"messages.{last}.content.0", {"type": "ephemeral"}),
+    ] == _controls(payload)
+    assert_valid(payload)
+
+
+def test_the_last_anchor_in_prompt_order_keeps_five_minutes() -> None:
+    """Anchors given in any order: the one furthest into the prompt is the 5-minute one;
+    with `lasting_ttl="5m"` every breakpoint is the plain 5-minute default."""
+    payload: Payload = {"max_tokens": 10, "messages": _messages(3), "tools": list(TOOLS)}
+    anchors: list[Anchor | None] = [("message", 2, 0), ("tool", 1), None, ("message", 0, 0)]
+    assert [
+        ("tools.1", HOUR),
+        ("messages.0.content.0", HOUR),
+        ("messages.2.content.0", {"type": "ephemeral"}),
+    ] == _controls(place_breakpoints(payload, anchors))
+    assert [
+        ("tools.1", {"type": "ephemeral"}),
+        ("messages.0.content.0", {"type": "ephemeral"}),
+        ("messages.2.content.0", {"type": "ephemeral"}),
+    ] == _controls(place_breakpoints(payload, anchors, lasting_ttl="5m"))
+
+
+def test_a_one_hour_breakpoint_after_a_five_minute_one_is_refused() -> None:
+    """The API's rule, checked in prompt order (tools → system → messages): 1-hour
+    breakpoints first."""
+
+    def request(tool_control: Any, system_control: Any) -> dict[str, Any]:
+        return {
+            "max_tokens": 10,
+            "messages": _messages(1),
+            "tools": [{**TOOLS[0], "cache_control": tool_control}],
+            "system": [{"type": "text", "text": "sys", "cache_control": system_control}],
+        }
+
+    five = {"type": "ephemeral"}
+    problems = validate_request(request(five, HOUR), require_model=False)
+    assert ["system.0.cache_control"] == [p.split(":")[0] for p in problems]
+    assert [] == validate_request(request(HOUR, five), require_model=False)

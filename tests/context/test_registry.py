@@ -32,14 +32,14 @@ def test_each_config_name_builds_its_strategy(name: str, kind: type) -> None:
 
 def test_an_unknown_name_lists_the_known_ones() -> None:
     """A typo is a UsageError that says what would have worked."""
-    with pytest.raises(UsageError, match="extract_state, sliding_window, summarize"):
+    with pytest.raises(UsageError, match="extract_state, server, sliding_window, summarize"):
         make_strategy("summarise")
 
 
 def test_the_default_is_summarize() -> None:
     """`summarize` unless config says otherwise (docs/context.md, "Strategies")."""
     assert isinstance(make_strategy(), SummarizeStrategy)
-    assert {"summarize", "sliding_window", "extract_state"} == set(STRATEGIES)
+    assert {"summarize", "sliding_window", "extract_state", "server"} == set(STRATEGIES)
 
 
 def test_budget_reads_an_actor_config() -> None:

@@ -188,3 +188,31 @@ def test_facts_of_stripped_steps_stay_and_requests_between_batches_only_grow() -
         previous = messages
     assert 0 == conversation.compactions
     assert moved >= 3  # the boundary moved, so results were stripped
+
+
+def _tool_results(payload: Payload) -> int:
+    return sum(1 for m in payload["messages"] for b in m["content"] if b["type"] == "tool_result")
+
+
+def test_a_new_round_starts_with_the_earlier_rounds_folded() -> None:
+    """The round before keeps its input and last answer; its tool results leave at once, not
+    only when N newer steps push them out; `fold_rounds=False` keeps the last N whole."""
+    conversation = Conversation()
+    conversation.start_round("Design the scenario.")
+    for _ in range(2):
+        tool_step(conversation, result_chars=400)
+    tool_step(conversation, tools=0, text="Design written to scenarios/leave/plan.md.")
+    conversation.start_round("Approved: generate it.")
+    folded = SummarizeStrategy(_budget()).compose_payload(SYSTEM, TOOLS, conversation)
+    whole = SummarizeStrategy(_budget(), fold_rounds=False).compose_payload(
+        SYSTEM, TOOLS, conversation
+    )
+    assert (0, 2) == (_tool_results(folded), _tool_results(whole))
+    text = json.dumps(folded["messages"], ensure_ascii=False)
+    assert "Design the scenario." in text
+    assert "Design written to scenarios/leave/plan.md." in text
+    assert_valid(folded)
+    # The open round's own steps stay whole, as many as N allows.
+    tool_step(conversation, result_chars=400)
+    again = SummarizeStrategy(_budget()).compose_payload(SYSTEM, TOOLS, conversation)
+    assert 1 == _tool_results(again)

@@ -149,7 +149,8 @@ async def test_without_thinking_the_history_is_still_re_cut_every_turn(name: str
 
 
 async def test_a_new_round_drops_the_thinking_of_closed_rounds_and_re_cuts() -> None:
-    """Once a round has ended, its thinking is left out and the history is re-cut."""
+    """Once a round has ended, its thinking is left out and the history is re-cut: a new
+    round starts with the earlier rounds folded (docs/context.md, "summarize")."""
     loop = Loop(make_strategy("summarize", budget(), summary_schema=InitSummary))
     loop.start()
     loop.compose()
@@ -163,7 +164,7 @@ async def test_a_new_round_drops_the_thinking_of_closed_rounds_and_re_cuts() -> 
     tool_uses = [
         b for m in payload["messages"] for b in m["content"] if b.get("type") == "tool_use"
     ]
-    assert 2 == len(tool_uses)  # the last 3 steps: two calls and the final answer
+    assert 0 == len(tool_uses)  # the closed round shows its input and last answer only
 
 
 async def test_a_compaction_in_a_thinking_loop_retells_what_it_kept() -> None:

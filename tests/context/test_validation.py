@@ -118,3 +118,16 @@ def test_sampling_parameters_and_unknown_fields_are_refused() -> None:
     assert 3 == len(problems)
     assert any(p.startswith("temperature: Extra inputs are not permitted") for p in problems)
     assert "colour: Extra inputs are not permitted" in problems
+
+
+def test_a_compaction_block_is_an_assistant_block_that_may_open_the_request() -> None:
+    """The server's compaction block (with `context_management`) passes in an assistant
+    message, even as the first message; in a user message, or with a non-string summary, it
+    is refused."""
+    block = {"type": "compaction", "content": "summary", "encrypted_content": None}
+    opened = [{"role": "assistant", "content": [block]}, {"role": "user", "content": "go"}]
+    assert [] == _problems(opened, context_management={"edits": []})
+    assert [
+        "messages.0.content.0: compaction blocks may only appear in assistant messages",
+        "messages.0.content.0.content: Input should be a valid string",
+    ] == _problems([{"role": "user", "content": [{**block, "content": 3}]}])

@@ -142,3 +142,53 @@ async def test_offline_nothing_is_looked_up_but_the_thinking_setting_is_checked(
     refused = config("init", model="claude-opus-5-5", thinking="off")
     with pytest.raises(ConfigError, match="always thinks"):
         await check_agent_models([AgentModel("init", refused, offline)])
+
+
+@pytest.mark.parametrize(
+    ("values", "advice"),
+    [
+        (
+            {"strategy": "server"},
+            "actor 'execute': claude-haiku-4-5 does not support compact_20260112, which "
+            'strategy = "server" needs; set [actors.execute] strategy = "summarize" in '
+            "baton.toml, or a model that supports it",
+        ),
+        (
+            {"tool_result_clearing": "server"},
+            "actor 'execute': claude-haiku-4-5 does not support clear_tool_uses_20250919, which "
+            'tool_result_clearing = "server" needs; set [actors.execute] tool_result_clearing = '
+            '"client" in baton.toml, or a model that supports it',
+        ),
+    ],
+)
+async def test_server_context_management_the_model_lacks_stops_the_start(
+    values: dict[str, Any], advice: str
+) -> None:
+    """A model whose Models API row says it lacks the edit an actor's server setting needs
+    stops the start with one line naming the actor, the model and what to set; nothing is
+    sent to the Messages API."""
+    models = dict(DEFAULT_MODELS)
+    card = models["claude-haiku-4-5"]
+    capabilities = copy.deepcopy(card.capabilities)
+    capabilities["context_management"]["clear_tool_uses_20250919"] = {"supported": False}
+    models["claude-haiku-4-5"] = card.model_copy(update={"capabilities": capabilities})
+    settings = {"model": "claude-haiku-4-5", "thinking": "off", **values}
+    async with MessagesAPIStandIn(models=models) as api:
+        with pytest.raises(ConfigError) as raised:
+            await check_online("execute", settings, api)
+        assert [] == api.requests_to("messages")
+    assert advice == str(raised.value)
+
+
+async def test_server_context_management_passes_where_the_model_has_it() -> None:
+    """Both server settings pass on Sonnet 5.5 online, and offline from the id alone; offline
+    an id that lacks compaction is refused all the same."""
+    both = {"strategy": "server", "tool_result_clearing": "server"}
+    async with MessagesAPIStandIn() as api:
+        assert [] == await check_online("execute", {"model": "claude-sonnet-5-5", **both}, api)
+    offline = ScriptedModel()
+    fine = config("execute", model="claude-sonnet-5-5", **both)
+    assert [] == await check_agent_models([AgentModel("execute", fine, offline)])
+    lacking = config("execute", model="claude-opus-4-5", thinking="off", strategy="server")
+    with pytest.raises(ConfigError, match="claude-opus-4-5 does not support compact_20260112"):
+        await check_agent_models([AgentModel("execute", lacking, offline)])

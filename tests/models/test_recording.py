@@ -294,3 +294,72 @@ def test_an_agent_may_not_write_its_scenarios_recording() -> None:
     """`Write` refuses `scenarios/<name>/recording.jsonl`: it is the user's input."""
     reason = never_written(("scenarios", "mini", "Recording.JSONL"))
     assert "'Recording.JSONL' in a scenario's folder is its user's input" == reason
+
+
+COMPACTION = {
+    "type": "compaction",
+    "content": "The design has three parts.",
+    "encrypted_content": "opaque",
+    "signature": "c2ln.bWFj",
+    "tool_changes": [],
+}
+
+
+def paused_reply() -> ModelResponse:
+    return ModelResponse(
+        content=[COMPACTION],
+        stop_reason="compaction",
+        usage=Usage(compaction_input_tokens=60_000, compaction_output_tokens=900),
+        model="claude-opus-5-5",
+        latency_ms=300.0,
+        context_management={"applied_edits": []},
+    )
+
+
+async def test_a_compaction_pause_replays_before_the_reply_of_its_key(tmp_path: Path) -> None:
+    """A pause and the reply that followed it at the same key are both kept: the replay
+    answers with the pause (every field of its block, its usage and edits) until the request
+    carries that block back, then with the reply."""
+    path = tmp_path / RECORDING_FILE
+    for response in (paused_reply(), reply("going on")):
+        recorded = RecordedReply.of(call(5), response)
+        assert recorded is not None
+        append_reply(path, recorded)
+    model = ReplayModel(Recording.load(path))
+    messages: list[Any] = [{"role": "user", "content": "go"}]
+    with bind_call(call(5)):
+        first = await model.create({"max_tokens": 64, "messages": messages})
+        back = {**COMPACTION, "cache_control": {"type": "ephemeral"}}
+        sent: Any = {
+            "max_tokens": 64,
+            "messages": [*messages, {"role": "assistant", "content": [back]}],
+        }
+        second = await model.create(sent)
+    assert paused_reply().model_copy(update={"model": REPLAY_MODEL_NAME}) == first.model_copy(
+        update={"latency_ms": 300.0}
+    )
+    assert "going on" == second.text
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ([{"type": "text", "text": "a"}, COMPACTION], "a compaction block must come first"),
+        ([COMPACTION, {"type": "text", "text": "a"}], 'stop_reason "compaction" is its compaction'),
+    ],
+)
+def test_a_compaction_block_out_of_place_is_refused_at_load(
+    tmp_path: Path, content: list[Any], problem: str
+) -> None:
+    """A compaction block after other blocks, or a compaction stop holding more than its
+    block, is a RecordingFileError naming the line."""
+    path = tmp_path / RECORDING_FILE
+    bad = line(0, "a").model_dump(mode="json")
+    bad["response"] |= {"content": content, "stop_reason": "compaction"}
+    path.write_bytes(json.dumps(bad).encode() + b"\n")
+    with pytest.raises(RecordingFileError) as raised:
+        Recording.load(path)
+    assert f"recording {path} line 1 is not a recorded reply (response.content: " in str(
+        raised.value
+    )
+    assert problem in str(raised.value)
