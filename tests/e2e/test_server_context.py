@@ -52,9 +52,12 @@ def scenario(workspace: Path) -> None:
     (workspace / "baton.toml").write_text(BATON_TOML)
 
 
-def start(workspace: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+RUN_ARGS = ["run", "--submit", NAME, "--exit-when-idle"]
+
+
+def start(workspace: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [BATON, "run", "--submit", NAME, "--exit-when-idle", "--workspace", str(workspace)],
+        [BATON, *RUN_ARGS, *extra, "--workspace", str(workspace)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -126,3 +129,47 @@ def _carries_block(request: Any) -> bool:
         for message in request.body["messages"]
         for block in (message["content"] if isinstance(message["content"], list) else ())
     )
+
+
+def bare(workspace: Path) -> None:
+    """The scenario's inputs and settings as a user has them: no script."""
+    scenario(workspace)
+    folder = workspace / BASE
+    (folder / "script.json").unlink()
+    (folder / "scenario.toml").write_text(
+        'requirement = "请假申请"\nauto_approve = true\n[policy]\nmax_iterations = 3\n'
+    )
+
+
+async def test_a_run_with_server_compaction_replays_offline_from_its_recording(
+    tmp_path: Path,
+) -> None:
+    """Recorded against the stand-in, the run replays with no key and no base URL: the same
+    calls (the server's compaction pauses among them), the same handoffs, the block applied
+    again from the recording."""
+    script = tmp_path / "script"
+    scenario(script)
+    recorded = tmp_path / "recorded"
+    bare(recorded)
+    async with MessagesAPIStandIn(model=OfflineModel(script)) as api:
+        code, _, err = await finish(start(recorded, clean_env(api.env()), "--record"))
+    assert 0 == code, err[-2000:]
+    replay = tmp_path / "replay"
+    bare(replay)
+    recording = recorded / BASE / "recording.jsonl"
+    (replay / BASE / "recording.jsonl").write_bytes(recording.read_bytes())
+    code, out, err = await finish(start(replay, clean_env()))
+    assert 0 == code, err[-2000:]
+    assert any(line.startswith(f"ended {NAME}: completed") for line in out.splitlines())
+
+    def calls(workspace: Path) -> list[tuple[str, int, str, str | None]]:
+        return [
+            (c["actor"], c["turn"], c["purpose"], c["stop_reason"])
+            for c in lines_of(workspace, "model.call")
+            if c["actor"] == "execute"
+        ]
+
+    assert calls(recorded) == calls(replay)
+    assert any(stop == "compaction" for *_, stop in calls(replay))
+    compacted = [c for c in lines_of(replay, "context.compacted") if c["actor"] == "execute"]
+    assert {"server"} == {c["by"] for c in compacted}
