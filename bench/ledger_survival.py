@@ -9,7 +9,10 @@ its design and hands off; a second work order then reads a large file N times, s
 conversation compacts about once per read, every summary forgetting everything (a valid
 summary with empty sections, or text with no JSON for the fallback). Every turn request
 after the first compaction is searched for each fact verbatim (docs/context.md, "Key-fact
-ledger").
+ledger"). `server` runs as the offline model plays the Messages API's compaction: its
+extractive summary keeps a fact only where the text it extracts holds it, and baton carries
+the ones it lacks beside its block; the API's least threshold (50,000), every step whole,
+four reads per compaction.
 
 Two tables. The registered facts: the share found per kind of fact the runtime registers by
 name (package paths and ids, dispatch ids, written paths, a configured pattern's ids). The
@@ -77,6 +80,10 @@ STRATEGIES = (
     ("summarize", "not_json"),
     ("sliding_window", "forgetful"),
     ("extract_state", "forgetful"),
+    # The server's compaction, as the offline model plays it: an extractive summary that
+    # keeps a fact only where its text happens to hold it (docs/context.md, "Server-side
+    # context management"); the API's least threshold, and reads to pass it each time.
+    ("server", "extractive"),
 )
 
 
@@ -140,6 +147,9 @@ def _model(reads: int, summary: str, probe_files: list[str]) -> ScriptedModel:
 
 
 async def _run(strategy: str, summary: str, reads: int, probe: Probe) -> Outcome:
+    server = strategy == "server"
+    if server:
+        reads *= 4  # a read is at most ~12K tokens (the Read tool's cap): four per compaction
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         leave = workspace / "scenarios" / "leave"
@@ -147,13 +157,16 @@ async def _run(strategy: str, summary: str, reads: int, probe: Probe) -> Outcome
         (leave / "notes.txt").write_text("BS_MT_042 failed the balance checker\n")
         for name, text in probe.files.items():
             (leave / name).write_text(text)
-        (leave / "big.txt").write_text("\n".join(f"row {n}: {'y' * 90}" for n in range(300)))
+        rows = 2_000 if server else 300
+        (leave / "big.txt").write_text("\n".join(f"row {n}: {'y' * 90}" for n in range(rows)))
         model = _model(reads, summary, list(probe.files))
         config = AgentConfig.model_validate(
             {
                 "model": "claude-opus-4-5",
-                "context_window": 40_000,
-                "compact_threshold": 6_000,
+                "context_window": 400_000 if server else 40_000,
+                "compact_threshold": 50_000 if server else 6_000,
+                # The server compacts the whole history: every step whole until it does.
+                "stride": 100 if server else 1,
                 "keep_recent_steps": 2,
                 "max_output_tokens": 1_000,
                 # Every read of the large file arrives whole: one compaction per read.

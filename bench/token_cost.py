@@ -39,6 +39,9 @@ Assemblies, per agent (Execute and Init, each with its default budget):
 - summarize, stride 1: the strategy's original per-turn rule, for reference;
 - configured, 5-minute breakpoints only: the configured assembly without its 1-hour
   breakpoints (docs/context.md, "Prompt-cache breakpoints"), to show what they save;
+- configured, earlier rounds not folded: the configured assembly keeping the newest N steps
+  whole across a round's start (`fold_rounds=False`; docs/context.md, "summarize"), to show
+  what folding the earlier rounds at a new round saves;
 - per-turn strip, 1-hour breakpoints: the yardstick given baton's 1-hour breakpoints (its
   stubbed part is a history that stays put), to show a per-turn client would gain too.
 
@@ -267,6 +270,9 @@ def assemblies(agent: str) -> tuple[str, ContextBudget, dict[str, Factory]]:
                 "summarize", budget, **schema
             ),
             "configured, 5-minute breakpoints only": with_ttl(configured, "5m"),
+            "configured, earlier rounds not folded": lambda: make_strategy(
+                config.strategy, budget, **schema, **options, fold_rounds=False
+            ),
             "per-turn strip, 1-hour breakpoints": with_ttl(per_turn, "1h"),
         },
     )
