@@ -20,6 +20,7 @@ setup's `ModelRetry` (see `baton.models.retry`), reporting the wait to the Sched
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
@@ -364,6 +365,7 @@ class AgentLoop:
             state.strategy.on_turn_complete(conversation)
             await self.compactor.precompact_if_due(state)
             await self.compactor.compact_if_due(state)
+        await self.compactor.settle_background(state)
         last = conversation.last_step
         return last.text if last is not None else ""
 
@@ -473,7 +475,9 @@ class AgentLoop:
         CALLS_IN_FLIGHT.sent()
         try:
             with bind_call(context), state.trace.chat(model, purpose=purpose, turn=turn) as chat:
+                started = time.monotonic()
                 response = await self.setup.model.create(payload)
+                self.compactor.pace.timed(purpose, time.monotonic() - started)
                 chat.record(response)
                 return response
         except BaseException:

@@ -16,6 +16,7 @@ twice.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -72,7 +73,13 @@ async def background_tasks() -> AsyncIterator[TaskGroup]:
 
 ASK_LOOKAHEAD = 2
 """How many steps ahead a strip batch may fall due and still stand in for a summary asked
-for in the background: the step that would cross the threshold, and the one after."""
+for in the background, at the least: the step that would cross the threshold, and the one
+after. While a summary is written the agent goes on, so the look reaches as many steps as a
+summary takes turns to write (`CallPace`), up to `MAX_ASK_LOOKAHEAD`."""
+MAX_ASK_LOOKAHEAD = 8
+SUMMARY_TURNS_PRIOR = 4.0
+"""How many turns a summary is taken to last until one was timed: it writes a few thousand
+tokens where a turn writes a few hundred."""
 GO_ON_LOOKAHEAD = 1
 """Past the threshold, below the hard limit, a strip batch due once one more step has aged
 out of the newest N lets the agent go on instead of compacting."""
@@ -91,6 +98,30 @@ def hard_limit(budget: ContextBudget) -> int:
     halfway from the threshold to the window less the room for an answer; there it waits."""
     room = budget.context_window - budget.max_output_tokens - budget.compact_threshold
     return budget.compact_threshold + max(0, room) // 2
+
+
+class CallPace:
+    """How long an agent's turn calls and summary calls take, smoothed, in seconds: how many
+    steps the agent works on while a summary asked for in the background is written."""
+
+    SMOOTHING = 0.3
+
+    def __init__(self) -> None:
+        self.turn_s: float | None = None
+        self.summary_s: float | None = None
+
+    def timed(self, purpose: str, seconds: float) -> None:
+        """Fold in one call of `purpose` that took `seconds`."""
+        name = "summary_s" if purpose == "compaction" else "turn_s"
+        seen: float | None = getattr(self, name)
+        setattr(self, name, seconds if seen is None else seen + self.SMOOTHING * (seconds - seen))
+
+    def lookahead(self) -> int:
+        """The steps a summary asked for now is expected to take."""
+        if not self.turn_s:
+            return ASK_LOOKAHEAD
+        turns = SUMMARY_TURNS_PRIOR if self.summary_s is None else self.summary_s / self.turn_s
+        return max(ASK_LOOKAHEAD, min(MAX_ASK_LOOKAHEAD, math.ceil(turns)))
 
 
 class CompactionHost(Protocol):
@@ -147,6 +178,7 @@ class Compactor:
     def __init__(self, host: CompactionHost, reports: CompactionReports) -> None:
         self._host = host
         self.reports = reports
+        self.pace = CallPace()
 
     def may_compact(self, conversation: Conversation, budget: ContextBudget) -> bool:
         """False once compacting stopped helping; `CompactionIneffectiveError` when, on top
@@ -175,6 +207,18 @@ class Compactor:
         if await self._goes_on(state, budget):
             return
         await self.compact(state)
+
+    async def settle_background(self, state: ConversationState) -> None:
+        """At a round's end, a compaction the agent went on past while its summary was being
+        written is made now: the round waits for that summary anyway, and unused it would
+        have been paid for nothing (docs/context.md, "Background compaction")."""
+        budget = state.budget or self._host.budget
+        if (
+            state.background is not None
+            and state.strategy.should_compact(state.conversation, budget)
+            and self.may_compact(state.conversation, budget)
+        ):
+            await self.compact(state)
 
     def _strip_suffices(
         self, state: ConversationState, budget: ContextBudget, *, within: int, under: float
@@ -343,7 +387,7 @@ class Compactor:
             # it leaves nothing for a summary to do (docs/context.md, "Background
             # compaction").
             or self._strip_suffices(
-                state, budget, within=ASK_LOOKAHEAD, under=budget.compact_threshold
+                state, budget, within=self.pace.lookahead(), under=budget.compact_threshold
             )
         ):
             return

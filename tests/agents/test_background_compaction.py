@@ -330,3 +330,46 @@ async def test_a_summary_answered_for_an_earlier_round_is_not_taken_after_a_cras
     asked = [c for c in model.calls if c.context.purpose == "compaction"]
     assert [fresh.payload] == [c.payload for c in asked]
     assert shape(records) == shape(resumed)
+
+
+class HeldSummaries(SlowSummaries):
+    """Summaries answered only when the test releases them; turns answered at once."""
+
+    async def create(self, payload: Payload) -> ModelResponse:
+        call = current_call()
+        assert call is not None
+        if call.purpose == "compaction":
+            self.order.append(f"summary {call.turn}")
+            self.asked.set()
+            with anyio.move_on_after(10):  # a test that waits for it wrongly fails, not hangs
+                await self.release.wait()
+            self.order.append("summary answered")
+        else:
+            self.order.append(f"turn {call.turn}")
+        return await self.inner.create(payload)
+
+
+async def test_a_round_that_ends_past_the_threshold_uses_the_summary_it_asked_for(
+    tmp_path: Path,
+) -> None:
+    """The agent went on past the threshold while its summary was written and made its last
+    call before the answer came: the round applies the summary before it ends, so it is not
+    paid for and left unused (docs/context.md, "Background compaction")."""
+    write_parts(tmp_path)
+    model = HeldSummaries()
+    async with Runtime.open(tmp_path) as rt:
+        await rt.spawn("init", InitActor, setup(tmp_path, model, rt.token_log, stride=20))
+        with capture_token_log() as lines:
+            async with anyio.create_task_group() as group:
+                group.start_soon(rt.ask, "init", Prompt(text="read the parts"))
+                await model.asked.wait()
+                # The round has made its final call and waits for nothing but the summary.
+                while f"turn {len(PARTS)}" not in model.order:
+                    await anyio.wait_all_tasks_blocked()
+                await anyio.wait_all_tasks_blocked()
+                model.release.set()
+    asked = [c for c in lines if c["event"] == "model.call" and c["purpose"] == "compaction"]
+    compacted = [line for line in lines if line["event"] == "context.compacted"]
+    assert model.order.index("summary answered") > model.order.index(f"turn {len(PARTS)}")
+    assert 1 == len(asked)
+    assert 1 == len(compacted)

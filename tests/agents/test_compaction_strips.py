@@ -3,11 +3,18 @@ none is asked for in the background, and none is paid for and left unused."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from baton import Runtime
 from baton.agents.agent_config import AgentConfig
+from baton.agents.compaction import (
+    ASK_LOOKAHEAD,
+    MAX_ASK_LOOKAHEAD,
+    SUMMARY_TURNS_PRIOR,
+    CallPace,
+)
 from baton.agents.journal import FileJournalStore
 from baton.agents.messages import Prompt
 from baton.models.scripted import Script, ScriptedModel
@@ -74,3 +81,21 @@ async def test_a_summary_is_still_asked_for_when_the_strip_batch_falls_short(
     asked, applied = await summaries(tmp_path)
     assert 0 < applied
     assert asked == applied
+
+
+def test_the_look_ahead_reaches_as_far_as_a_summary_takes() -> None:
+    """A strip batch may stand in for a summary as many steps ahead as the summary takes
+    turns to write: 2 before any call is timed, the prior once turns are, the measured
+    ratio once a summary is, never past the cap."""
+    pace = CallPace()
+    assert ASK_LOOKAHEAD == pace.lookahead()
+    pace.timed("turn", 1.0)
+    assert math.ceil(SUMMARY_TURNS_PRIOR) == pace.lookahead()
+    pace.timed("compaction", 5.5)
+    assert 6 == pace.lookahead()
+    pace.timed("compaction", 60.0)
+    assert MAX_ASK_LOOKAHEAD == pace.lookahead()
+    fast = CallPace()
+    fast.timed("turn", 2.0)
+    fast.timed("compaction", 1.0)
+    assert ASK_LOOKAHEAD == fast.lookahead()
