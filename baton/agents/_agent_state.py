@@ -4,7 +4,7 @@ keeps them, reads them once, writes every change to the journal first and lets i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +18,7 @@ from baton.agents.compaction import BackgroundSummary
 from baton.agents.errors import JournalRecordError
 from baton.agents.journal import JournalStore
 from baton.agents.messages import MAIN, scenario_of
+from baton.agents.tools.load_budget import loaded_by
 from baton.context.conversation import Conversation
 from baton.context.records import (
     RECORD_TYPES,
@@ -168,7 +169,22 @@ def load_state(
         round_keys=round_keys,
         round_key=round_key,
         journal_length=len(records),
+        loaded_tokens=_loaded_in_open_round(records),
     )
+
+
+def _loaded_in_open_round(records: Sequence[Mapping[str, Any]]) -> int:
+    """The tokens the open round's reads loaded: its load budget goes on where the stopped
+    process left it (docs/handoffs.md, "Loading on demand")."""
+    loaded = 0
+    for record in reversed(records):
+        kind = record.get("type")
+        if kind == "round":
+            break
+        if kind == "step":
+            step = record["step"]
+            loaded += loaded_by(step.get("content", ()), step.get("results", ()))
+    return loaded
 
 
 def _pending_reply(

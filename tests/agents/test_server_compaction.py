@@ -1,6 +1,7 @@
 """An agent with `strategy = "server"` (and server clearing) offline: the server's compaction
 pause is journaled, audited and logged once, the work goes on from the block, the facts the
-block lacks are carried, and a resumed agent sends the same block without paying again."""
+block lacks are carried, and a resumed agent sends the same block without paying again; a
+resumed round also keeps the load budget it had used."""
 
 from __future__ import annotations
 
@@ -188,3 +189,40 @@ async def test_server_clearing_with_server_compaction_reports_what_was_cleared(
     ]
     assert cleared
     assert all(edit["cleared_input_tokens"] >= 12_000 for edit in cleared)
+
+
+async def test_a_resumed_round_keeps_the_load_budget_it_had_used(tmp_path: Path) -> None:
+    """The round's reads are counted again from the journal: cut after the fourth read, the
+    resumed round refuses the reads past the budget as the live one did."""
+    write_parts(tmp_path)
+    budget = {"load_budget_tokens": 40_000, "strategy": "summarize", "compact_threshold": 150_000}
+    live = ScriptedModel(script())
+    await run(tmp_path, live, **budget)
+    (path,) = (tmp_path / ".baton" / "journal" / "init").glob("*.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    steps = [i for i, line in enumerate(lines) if b'"type":"step"' in line]
+    path.write_bytes(b"".join(lines[: steps[3] + 1]))  # a kill after the fourth read
+    again = ScriptedModel(script())
+    async with Runtime.open(tmp_path) as rt:
+        setup = agent_setup(
+            "init",
+            AgentConfig.model_validate({**SETTINGS, **budget}),
+            workspace=tmp_path,
+            model=again,
+            journal=FileJournalStore(tmp_path),
+            token_log=rt.token_log,
+        )
+        with capture_token_log() as logged, anyio.fail_after(30):
+            await rt.spawn("init", InitActor, setup)
+            while not any(line.get("stop_reason") == "end_turn" for line in logged):  # noqa: ASYNC110
+                await anyio.sleep(0.01)  # polled under the deadline above
+
+    def refused(model: ScriptedModel) -> list[int]:
+        return [
+            call.context.turn
+            for call in model.calls
+            if "load budget used up" in json.dumps(call.payload["messages"][-1])
+        ]
+
+    assert refused(live)
+    assert refused(live)[0] == refused(again)[0]

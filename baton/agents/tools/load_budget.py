@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from baton.agents.tools.toolbox import Toolbox, ToolObserver
 from baton.context.payload import ToolResultBlock, ToolUseBlock
@@ -39,8 +40,16 @@ async def run_within_budget(
                 }
     run = [use for use in uses if use["id"] not in refused]
     done = {r["tool_use_id"]: r for r in await toolbox.results(run, observe=observe)}
-    for use in run:
-        result = done[use["id"]]
-        if use["name"] == READ and not result.get("is_error"):
-            loaded += estimate_json_tokens(result.get("content", ""))
+    loaded += loaded_by(run, done.values())
     return [refused.get(use["id"]) or done[use["id"]] for use in uses], loaded
+
+
+def loaded_by(uses: Iterable[Mapping[str, Any]], results: Iterable[Mapping[str, Any]]) -> int:
+    """The tokens of files a step's `Read`s loaded (refused and failed reads load none): what
+    counts against the round's budget, live and when a journal is read back."""
+    reads = {use.get("id") for use in uses if use.get("name") == READ}
+    return sum(
+        estimate_json_tokens(result.get("content", ""))
+        for result in results
+        if result.get("tool_use_id") in reads and not result.get("is_error")
+    )
