@@ -118,7 +118,7 @@ class SummarizeStrategy(StrategyBase):
         With `strip_batch_tokens` the boundary depends on where it was, so it is worked out
         step by step from the first, once each: the same for a live run and a replay."""
         entries = conversation.entries
-        floor = self._round_floor(conversation, len(entries))
+        floor = self._round_floor(conversation)
         if self.tool_result_clearing == "server":
             return floor
         batch = self._batch_tokens()
@@ -150,26 +150,29 @@ class SummarizeStrategy(StrategyBase):
             return over_end
         return start
 
-    def _round_floor(self, conversation: Conversation, held: int) -> int:
-        """With `fold_rounds`, the first step of the round the newest of the first `held`
-        steps belongs to (all `held` when a round opened after them): a new round starts
-        with the earlier rounds folded (docs/context.md, "summarize"). A round opens after a
-        wait (the Scheduler's other work, an approval) that often outlives the prompt cache,
-        so what it re-sends is written again anyway: the earlier rounds' tool results are
-        left out then rather than paid for on every later request; their first input and
-        last answer stay, and the ledger keeps their paths and ids. 0 without it, or while
-        the server clears the results (`tool_result_clearing = "server"`)."""
-        if not self.fold_rounds or self.tool_result_clearing == "server" or held == 0:
-            return 0
+    @property
+    def _folds(self) -> bool:
+        """Whether a new round starts with the earlier rounds folded (`_round_floor`)."""
+        return self.fold_rounds and self.tool_result_clearing != "server"
+
+    def _round_floor(self, conversation: Conversation) -> int:
+        """With `fold_rounds`, the first step of the open round (every step held, when it
+        has none yet): a new round starts with the earlier rounds folded (docs/context.md,
+        "summarize"). A round opens after a wait (the Scheduler's other work, an approval)
+        that often outlives the prompt cache, so what it re-sends is written again anyway:
+        the earlier rounds' tool results are left out then rather than paid for on every
+        later request; their first input and last answer stay, and the ledger keeps their
+        paths and ids. 0 without it, or while the server clears the results
+        (`tool_result_clearing = "server"`)."""
         entries = conversation.entries
-        if held == len(entries) and len(conversation.round_entries) - 1 > entries[-1].round_index:
-            return held  # a round opened after the newest step: every step held is earlier
-        return self._floor_of(entries, held)
+        if self._folds and _round_opened_since(conversation):
+            return len(entries)
+        return self._floor_of(entries, len(entries))
 
     def _floor_of(self, entries: Sequence[StepEntry], held: int) -> int:
         """The first step of the round of the `held`-th step (a function of the steps alone,
         so the boundaries worked out step by step stay the same once a round opens)."""
-        if not self.fold_rounds or self.tool_result_clearing == "server" or held == 0:
+        if not self._folds or held == 0:
             return 0
         newest = entries[held - 1].round_index
         return bisect_left(entries, newest, lo=0, hi=held, key=lambda e: e.round_index)
@@ -183,7 +186,7 @@ class SummarizeStrategy(StrategyBase):
         if self.tool_result_clearing == "server":
             return start
         batch = self._batch_tokens()
-        floor = self._round_floor(conversation, len(entries))
+        floor = self._round_floor(conversation)
         for count in range(len(entries) + 1, len(entries) + ahead + 1):
             if batch is None:
                 start = max(floor, recent_start(count, self.budget, self.stride))
@@ -210,7 +213,7 @@ class SummarizeStrategy(StrategyBase):
         rounds = conversation.round_entries
         if self._boundary < len(entries):
             first_recent_round = entries[self._boundary].round_index
-        elif entries and len(rounds) - 1 > entries[-1].round_index:
+        elif _round_opened_since(conversation):
             # Past every step: a round opened since, and the earlier ones are all history.
             first_recent_round = len(rounds) - 1
         else:
@@ -394,3 +397,9 @@ class SummarizeStrategy(StrategyBase):
             whole_from=whole_from,
             waited_ms=None if ready is None else ready.waited_ms,
         )
+
+
+def _round_opened_since(conversation: Conversation) -> bool:
+    """Whether a round opened after the newest step (so it holds no step yet)."""
+    entries = conversation.entries
+    return bool(entries) and len(conversation.round_entries) - 1 > entries[-1].round_index

@@ -9,8 +9,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from baton import Runtime
 from baton.agents.agent_config import AgentConfig
 from baton.agents.journal import FileJournalStore, decode_line
@@ -33,6 +31,7 @@ def script() -> Script:
     turns: list[Any] = [
         *({"tool_use": {"name": "Read", "input": {"path": path}}} for path in PARTS),
         "All parts read.",
+        "Nothing else.",
     ]
     return Script.model_validate({"actors": {"init": turns}})
 
@@ -48,20 +47,46 @@ SETTINGS: dict[str, Any] = {
 }
 
 
+async def spawn(rt: Runtime, workspace: Path, model: ScriptedModel, **settings: Any) -> None:
+    setup = agent_setup(
+        "init",
+        AgentConfig.model_validate({**SETTINGS, **settings}),
+        workspace=workspace,
+        model=model,
+        journal=FileJournalStore(workspace),
+        token_log=rt.token_log,
+    )
+    await rt.spawn("init", InitActor, setup)
+
+
 async def run(workspace: Path, model: ScriptedModel, **settings: Any) -> list[dict[str, Any]]:
     async with Runtime.open(workspace) as rt:
-        setup = agent_setup(
-            "init",
-            AgentConfig.model_validate({**SETTINGS, **settings}),
-            workspace=workspace,
-            model=model,
-            journal=FileJournalStore(workspace),
-            token_log=rt.token_log,
-        )
-        await rt.spawn("init", InitActor, setup)
+        await spawn(rt, workspace, model, **settings)
         with capture_token_log() as lines:
             text = f"read the parts for ticket {TICKET}"
             assert "All parts read." == await rt.ask("init", Prompt(text=text), timeout=60)
+    return lines
+
+
+def cut_journal(workspace: Path, record: bytes, nth: int = 0) -> dict[str, Any]:
+    """Leave the journal as a kill right after its `nth` record of type `record` would; that
+    record."""
+    (path,) = (workspace / ".baton" / "journal" / "init").glob("*.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    cut = [i for i, line in enumerate(lines) if b'"type":"' + record + b'"' in line][nth]
+    path.write_bytes(b"".join(lines[: cut + 1]))
+    decoded = decode_line(lines[cut])
+    assert decoded is not None
+    return decoded
+
+
+async def resume(workspace: Path, model: ScriptedModel, **settings: Any) -> list[dict[str, Any]]:
+    """A new process over the cut journal: the interrupted round finishes first, then the
+    next prompt's."""
+    async with Runtime.open(workspace) as rt:
+        await spawn(rt, workspace, model, **settings)
+        with capture_token_log() as lines:
+            assert "Nothing else." == await rt.ask("init", Prompt(text="anything else?"))
     return lines
 
 
@@ -137,26 +162,9 @@ async def test_an_agent_stopped_after_the_compaction_resumes_from_its_block(
     server for no compaction again."""
     write_parts(tmp_path)
     await run(tmp_path, ScriptedModel(script()))
-    (path,) = (tmp_path / ".baton" / "journal" / "init").glob("*.jsonl")
-    lines = path.read_bytes().splitlines(keepends=True)
-    cut = next(i for i, line in enumerate(lines) if b'"type":"compaction"' in line)
-    block = decode_line(lines[cut])
-    assert block is not None
-    path.write_bytes(b"".join(lines[: cut + 1]))  # what a kill right after it leaves
+    block = cut_journal(tmp_path, b"compaction")
     again = ScriptedModel(script())
-    async with Runtime.open(tmp_path) as rt:
-        setup = agent_setup(
-            "init",
-            AgentConfig.model_validate(SETTINGS),
-            workspace=tmp_path,
-            model=again,
-            journal=FileJournalStore(tmp_path),
-            token_log=rt.token_log,
-        )
-        with capture_token_log() as logged, anyio.fail_after(30):
-            await rt.spawn("init", InitActor, setup)
-            while not any(line.get("stop_reason") == "end_turn" for line in logged):  # noqa: ASYNC110
-                await anyio.sleep(0.01)  # polled under the deadline above
+    logged = await resume(tmp_path, again)
     first = next(iter(again.calls))
     # The turn the pause interrupted, asked again from the block: not compacted again.
     assert (block["first_kept_seq"] + 2, "tool_use") == (
@@ -198,24 +206,9 @@ async def test_a_resumed_round_keeps_the_load_budget_it_had_used(tmp_path: Path)
     budget = {"load_budget_tokens": 40_000, "strategy": "summarize", "compact_threshold": 150_000}
     live = ScriptedModel(script())
     await run(tmp_path, live, **budget)
-    (path,) = (tmp_path / ".baton" / "journal" / "init").glob("*.jsonl")
-    lines = path.read_bytes().splitlines(keepends=True)
-    steps = [i for i, line in enumerate(lines) if b'"type":"step"' in line]
-    path.write_bytes(b"".join(lines[: steps[3] + 1]))  # a kill after the fourth read
+    cut_journal(tmp_path, b"step", 3)  # a kill after the fourth read
     again = ScriptedModel(script())
-    async with Runtime.open(tmp_path) as rt:
-        setup = agent_setup(
-            "init",
-            AgentConfig.model_validate({**SETTINGS, **budget}),
-            workspace=tmp_path,
-            model=again,
-            journal=FileJournalStore(tmp_path),
-            token_log=rt.token_log,
-        )
-        with capture_token_log() as logged, anyio.fail_after(30):
-            await rt.spawn("init", InitActor, setup)
-            while not any(line.get("stop_reason") == "end_turn" for line in logged):  # noqa: ASYNC110
-                await anyio.sleep(0.01)  # polled under the deadline above
+    await resume(tmp_path, again, **budget)
 
     def refused(model: ScriptedModel) -> list[int]:
         return [

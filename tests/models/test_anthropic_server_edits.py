@@ -17,6 +17,7 @@ from baton.context.server_edits import (
     CONTEXT_MANAGEMENT_BETA,
 )
 from baton.testing import MessagesAPIStandIn
+from tests.testing.test_standin_context import history
 
 BETAS = [COMPACT_BETA, CONTEXT_MANAGEMENT_BETA]
 COMPACT: dict[str, Any] = {
@@ -28,15 +29,6 @@ COMPACT: dict[str, Any] = {
         }
     ]
 }
-
-
-def history(count: int) -> list[Any]:
-    messages: list[Any] = [{"role": "user", "content": "Read every part of the design."}]
-    for n in range(count):
-        use = {"type": "tool_use", "id": f"toolu_{n}", "name": "Read", "input": {}}
-        result = {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "x" * 4000}
-        messages += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
-    return messages
 
 
 def managed(messages: list[Any], max_tokens: int = 1024, **extra: Any) -> Payload:

@@ -20,17 +20,9 @@ from baton.context.tokens import estimate_payload_tokens
 from baton.models.protocol import CallContext, ModelResponse, bind_call
 from baton.models.scripted import ScriptedModel
 from baton.testing import MessagesAPIStandIn, StandInModel
+from tests.testing.test_standin_context import history
 
 BETAS = [COMPACT_BETA, CONTEXT_MANAGEMENT_BETA]
-
-
-def history(count: int) -> list[Any]:
-    messages: list[Any] = [{"role": "user", "content": "Read every part of the design."}]
-    for n in range(count):
-        use = {"type": "tool_use", "id": f"toolu_{n}", "name": "Read", "input": {}}
-        result = {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "x" * 4000}
-        messages += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
-    return messages
 
 
 def managed(messages: list[Any], *edits: dict[str, Any], **extra: Any) -> Payload:
