@@ -208,6 +208,14 @@ class Compactor:
             return
         await self.compact(state)
 
+    def _ask_lookahead(self) -> int:
+        """How far a strip batch may lie ahead and stand in for a summary asked for now: as
+        many steps as a summary takes; offline, where the model answers at once, the fixed
+        least, so an offline run asks at the same steps every time (a timing would not)."""
+        if getattr(self._host.model, "answers_at_once", False):
+            return ASK_LOOKAHEAD
+        return self.pace.lookahead()
+
     async def settle_background(self, state: ConversationState) -> None:
         """At a round's end, a compaction the agent went on past while its summary was being
         written is made now: the round waits for that summary anyway, and unused it would
@@ -387,7 +395,7 @@ class Compactor:
             # it leaves nothing for a summary to do (docs/context.md, "Background
             # compaction").
             or self._strip_suffices(
-                state, budget, within=self.pace.lookahead(), under=budget.compact_threshold
+                state, budget, within=self._ask_lookahead(), under=budget.compact_threshold
             )
         ):
             return

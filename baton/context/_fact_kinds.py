@@ -49,7 +49,7 @@ _ZONE = re.compile(
 _PREFIXED = re.compile(r"(?<![\w-])[a-z][a-z0-9]{1,11}_[A-Za-z0-9]{6,64}(?![\w-])", _A)
 _HASH = re.compile(r"(?<![\w-])[0-9a-fA-F]{7,64}(?![\w-])", _A)
 _AMOUNT = re.compile(
-    r"(?<![\w.,])([$€£¥] ?)?(\d[\d,]{0,24}(?:\.\d{1,12})?)"
+    r"(?<![\w.,])([$€£¥] ?)?(\d(?:[\d,]{0,23}\d)?(?:\.\d{1,12})?)"
     r"(?:[ \u00a0\u202f]?([%°×µμA-Za-z][A-Za-z/]{0,11}))?",
     _A,
 )
@@ -174,13 +174,10 @@ def _hashes(text: str) -> Iterator[Span]:
 
 def _amounts(text: str) -> Iterator[Span]:
     for match in _AMOUNT.finditer(text):
-        currency, number, unit = match.groups()
+        currency, _, unit = match.groups()
         if currency:
-            end = match.end(2) - (len(number) - len(number.rstrip(",")))
-            yield match.start(), end, text[match.start() : end]
+            yield match.start(), match.end(2), text[match.start() : match.end(2)]
             continue
-        if number.endswith(","):
-            continue  # `1,000, rows`: a list, not an amount
         if unit is None or not _is_unit(unit):
             continue
         end = match.end()
