@@ -7,7 +7,7 @@ import errno
 import itertools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,9 +71,11 @@ def _move(source: Path, target: Path, trash: Path, names: Iterator[int]) -> None
 
 
 @pytest.fixture
-def swapper(places: Places) -> Iterator[threading.Event]:
+def swapper(places: Places) -> Iterator[Callable[[], None]]:
     """A thread swapping `scenarios/t/d` between the real folder and a link to outside, each
-    step one rename, until the test sets the event; a failure of the thread fails the test."""
+    step one rename, until the test calls the function it gets, which returns once the thread
+    has stopped (so the folders stay put for the checks after); a failure of the thread fails
+    the test."""
     hold = places.workspace / "scenarios/t/.swap"
     link, parked, trash = hold / "link", places.parked, hold / "trash"
     stop, started = threading.Event(), threading.Event()
@@ -96,7 +98,12 @@ def swapper(places: Places) -> Iterator[threading.Event]:
     thread = threading.Thread(target=swap, name="swapper", daemon=True)
     thread.start()
     assert started.wait(5)
-    yield stop
+
+    def halt() -> None:
+        stop.set()
+        thread.join(5)
+
+    yield halt
     stop.set()
     thread.join(5)
     assert ([], False) == (failures, thread.is_alive())
@@ -107,7 +114,7 @@ def call(name: str, n: int, **args: object) -> ToolUseBlock:
 
 
 async def test_a_swapped_link_never_leads_a_tool_outside(
-    places: Places, swapper: threading.Event
+    places: Places, swapper: Callable[[], None]
 ) -> None:
     """With a thread swapping scenarios/t/d for a link to an outside folder, 1,000 tries each
     of Write, Read and List write nothing outside, never return the outside file's content
@@ -124,7 +131,7 @@ async def test_a_swapped_link_never_leads_a_tool_outside(
             listed = await box.run(call("List", n, path="scenarios/t/d"))
             outside_listings += OUTSIDE_ENTRY in listed.content
             inside_listings += not listed.is_error and OUTSIDE_ENTRY not in listed.content
-    swapper.set()
+    swapper()
     written_outside = sorted(set(os.listdir(places.outside)) - {"secret.txt", OUTSIDE_ENTRY})
     assert ([], 0, 0) == (written_outside, outside_reads, outside_listings)
     written_inside = list(places.workspace.rglob("w*.txt"))
